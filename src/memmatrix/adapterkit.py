@@ -1,0 +1,344 @@
+"""The adapter side of the memmatrix wire: load an adapter class and serve it over JSON-over-HTTP.
+
+This file is deliberately standalone: it imports nothing outside the Python standard
+library and nothing from memmatrix, so a runtime can copy it into any environment (a
+system's virtualenv, a container image) and run it there with that environment's Python:
+
+    python adapterkit.py --adapter path/to/adapter.py:MyAdapter --data-dir DIR --port 0
+
+An adapter is a plain class. It needs no base class and imports nothing from memmatrix:
+
+    class MyAdapter:
+        def __init__(self, config): ...        # config: dict (see CONFIG below)
+        def capabilities(self): ...            # the declaration, see docs/adapters.md
+        def reset(self): ...                   # empty every store
+        def write(self, scope, at, messages): ...
+        def door(self, query, scope, door, at): ...
+        # optional: settle, recall, forget, update, run_background_jobs,
+        #           probe, audit, share, close
+
+Every operation it defines must take exactly the parameters listed in OPERATIONS;
+a mismatch is reported when the adapter is loaded, naming the method and the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import json
+import os
+import re
+import sys
+import threading
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+WIRE_VERSION = 1
+
+#: Contract: operation name -> parameter names (order is documentation only; calls use keywords).
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    "capabilities": (),
+    "reset": (),
+    "write": ("scope", "at", "messages"),
+    "settle": ("timeout_s",),
+    "door": ("query", "scope", "door", "at"),
+    "recall": ("query", "scope", "k", "at"),
+    "forget": ("scope", "at", "text"),
+    "update": ("scope", "at", "text", "new_text"),
+    "run_background_jobs": ("at",),
+    "probe": ("store", "scope", "needle"),
+    "audit": ("scope",),
+    "share": ("scope", "to_scope", "at", "text"),
+}
+#: Operations every adapter must define.
+REQUIRED = ("capabilities", "reset", "write", "door")
+
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def tokens(text: str) -> list[str]:
+    """Runs of letters and digits, case-folded: the unit of every match memmatrix makes."""
+    return _TOKEN.findall(text.casefold())
+
+
+def contains(haystack: str, needle: str) -> bool:
+    """Whole-token match: every token of ``needle`` occurs, in order and adjacent, in ``haystack``.
+
+    ``8766`` does not match ``18766``; ``Vantablack-7`` matches "vantablack-7's". Adapters
+    use it to decide a probe's state the same way the harness checks the evidence.
+    """
+    want = tokens(needle)
+    if not want:
+        raise ValueError(f"needle {needle!r} has no letters or digits to match")
+    have = tokens(haystack)
+    n = len(want)
+    return any(have[i:i + n] == want for i in range(len(have) - n + 1))
+
+
+#: Function words ignored when comparing a forget request with stored memories.
+STOPWORDS = frozenset("""
+a an and are as at be been but by did do does for from had has have he her his i if in into is it its
+me my of on or our she so that the their them they this to was we were what when where which who whom
+why will with you your yours am also now then than there here just about yes no not
+""".split())
+
+
+def content_tokens(text: str) -> list[str]:
+    """Tokens of ``text`` without function words, in order, without repeats."""
+    return list(dict.fromkeys(t for t in tokens(text) if t not in STOPWORDS))
+
+
+def coverage(request: str, candidate: str) -> float:
+    """Share of ``request``'s content tokens found in ``candidate`` (0..1).
+
+    Search-then-delete bridges use it to decide which stored memories a forget request names.
+    """
+    want = content_tokens(request)
+    if not want:
+        return 0.0
+    have = set(tokens(candidate))
+    return sum(t in have for t in want) / len(want)
+
+
+class AdapterLoadError(Exception):
+    """The adapter file or class cannot be used; the message names the problem and the fix."""
+
+
+def split_spec(spec: str) -> tuple[Path, str]:
+    """Split ``path/to/adapter.py:ClassName`` into its file and class name."""
+    path, sep, cls = spec.rpartition(":")
+    if not sep or not path or not cls or not path.endswith(".py"):
+        raise AdapterLoadError(
+            f"adapter spec {spec!r} is not of the form path/to/adapter.py:ClassName"
+        )
+    return Path(path), cls
+
+
+def load_adapter_class(spec: str, module_name: str | None = None) -> type:
+    """Import the adapter file and return its validated class.
+
+    The adapter's own folder is put on ``sys.path`` so it can import sibling modules.
+    """
+    path, cls_name = split_spec(spec)
+    if not path.is_file():
+        raise AdapterLoadError(f"adapter file {str(path)!r} does not exist; check the path in {spec!r}")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = module_name or f"memmatrix_adapter_{path.stem}"
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise AdapterLoadError(f"adapter file {str(path)!r} cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:  # the adapter's own import failed: say where
+        del sys.modules[name]
+        raise AdapterLoadError(
+            f"adapter file {str(path)!r} failed to import: {type(exc).__name__}: {exc}"
+        ) from exc
+    cls = getattr(module, cls_name, None)
+    if not isinstance(cls, type):
+        found = sorted(n for n, v in vars(module).items() if isinstance(v, type) and v.__module__ == name)
+        raise AdapterLoadError(
+            f"adapter file {str(path)!r} has no class {cls_name!r}; classes defined there: {found or 'none'}"
+        )
+    check_adapter_class(cls)
+    return cls
+
+
+def check_adapter_class(cls: type) -> None:
+    """Check every contract operation the class defines against OPERATIONS; report all mismatches."""
+    problems = []
+    for op in REQUIRED:
+        if not callable(getattr(cls, op, None)):
+            problems.append(f"missing required operation {op}({', '.join(OPERATIONS[op])})")
+    for op, params in OPERATIONS.items():
+        method = getattr(cls, op, None)
+        if method is None:
+            continue
+        if not callable(method):
+            problems.append(f"{op} is not a method")
+            continue
+        sig = inspect.signature(method)
+        names = [p.name for p in sig.parameters.values()
+                 if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)][1:]  # drop self
+        missing = [p for p in params if p not in names]
+        unknown = [p for p in names if p not in params
+                   and sig.parameters[p].default is inspect.Parameter.empty]
+        if missing or unknown:
+            detail = []
+            if missing:
+                detail.append(f"missing parameter(s) {missing}")
+            if unknown:
+                detail.append(f"required parameter(s) not in the contract {unknown}")
+            problems.append(
+                f"{cls.__name__}.{op}{sig} does not match the contract {op}({', '.join(params)}): "
+                + "; ".join(detail)
+            )
+    if problems:
+        raise AdapterLoadError(
+            f"adapter class {cls.__name__} does not fit the memmatrix contract:\n  - "
+            + "\n  - ".join(problems)
+        )
+
+
+class Dispatcher:
+    """Holds one adapter instance and runs contract operations on it, one at a time."""
+
+    def __init__(self, cls: type, runtime_config: dict):
+        self.cls = cls
+        self.runtime_config = runtime_config
+        self.instance = None
+        self.lock = threading.Lock()
+
+    @property
+    def busy(self) -> bool:
+        return self.lock.locked()
+
+    def call(self, op: str, args: dict) -> dict:
+        """Run ``op`` with ``args``; returns the adapter's result (a dict). Raises on any failure."""
+        with self.lock:
+            if op == "init":
+                config = {**dict(args.get("config") or {}), **self.runtime_config}
+                self.close()
+                self.instance = self.cls(config)
+                implemented = sorted(o for o in OPERATIONS if callable(getattr(self.instance, o, None)))
+                return {"wire_version": WIRE_VERSION, "implemented": implemented}
+            if op not in OPERATIONS:
+                raise KeyError(f"unknown operation {op!r}; the contract has {sorted(OPERATIONS)}")
+            if self.instance is None:
+                raise RuntimeError("adapter not initialised: call 'init' first")
+            method = getattr(self.instance, op, None)
+            if method is None:
+                raise NotImplementedError(f"this adapter does not implement {op!r}")
+            expected = set(OPERATIONS[op])
+            if set(args) != expected:
+                raise TypeError(f"{op} takes {sorted(expected)}, got {sorted(args)}")
+            result = method(**args)
+            return {} if result is None else result
+
+    def close(self) -> None:
+        close = getattr(self.instance, "close", None)
+        self.instance = None
+        if callable(close):
+            close()
+
+
+def _handler(dispatcher: Dispatcher, stop: threading.Event):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # keep-alive + Nagle adds ~40 ms per call
+
+        def log_message(self, fmt, *args):  # keep stderr for real problems
+            pass
+
+        def _send(self, status: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            if self.path == "/health":
+                self._send(200, {"ok": True, "busy": dispatcher.busy, "wire_version": WIRE_VERSION,
+                                 "adapter": dispatcher.cls.__name__})
+            else:
+                self._send(404, {"error": {"type": "NotFound", "message": f"no route {self.path}"}})
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            if self.path == "/shutdown":
+                self._send(200, {"ok": True})
+                stop.set()
+                return
+            if self.path != "/call":
+                self._send(404, {"error": {"type": "NotFound", "message": f"no route {self.path}"}})
+                return
+            try:
+                body = json.loads(raw)
+                op, args = body["op"], body.get("args") or {}
+                if not isinstance(op, str) or not isinstance(args, dict):
+                    raise ValueError("'op' must be a string and 'args' an object")
+            except (ValueError, KeyError, TypeError) as exc:
+                self._send(400, {"error": {"type": "BadRequest", "message": str(exc)}})
+                return
+            try:
+                result = dispatcher.call(op, args)
+            except Exception as exc:
+                sys.stderr.write(traceback.format_exc())
+                self._send(500, {"error": {"type": type(exc).__name__, "message": str(exc)[:2000]}})
+                return
+            try:
+                payload = json.dumps({"result": result}, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                self._send(502, {"error": {"type": "MalformedAnswer",
+                                           "message": f"{op} returned something that is not JSON: {exc}"}})
+                return
+            data = payload.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def serve(cls: type, host: str, port: int, runtime_config: dict, port_file: str | None = None) -> None:
+    """Serve ``cls`` until POST /shutdown or SIGTERM. Writes the bound port to ``port_file``."""
+    dispatcher = Dispatcher(cls, runtime_config)
+    stop = threading.Event()
+    server = ThreadingHTTPServer((host, port), _handler(dispatcher, stop))
+    server.daemon_threads = True
+    bound = server.server_address[1]
+    if port_file:
+        tmp = f"{port_file}.tmp"
+        Path(tmp).write_text(str(bound))
+        os.replace(tmp, port_file)
+    print(f"memmatrix adapter {cls.__name__} listening on {host}:{bound}", flush=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        try:
+            dispatcher.close()
+        except Exception:
+            traceback.print_exc()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Serve a memmatrix adapter over JSON-over-HTTP.")
+    parser.add_argument("--adapter", required=True, help="path/to/adapter.py:ClassName")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--port-file", help="write the bound port here once listening")
+    parser.add_argument("--data-dir", required=True, help="where the system keeps its stores")
+    parser.add_argument("--runtime-config", default="{}",
+                        help="JSON merged into the adapter config (runtime-specific, never in transcripts)")
+    ns = parser.parse_args(argv)
+    sys.modules.setdefault("adapterkit", sys.modules[__name__])  # adapters may `import adapterkit`
+    try:
+        cls = load_adapter_class(ns.adapter)
+        runtime = json.loads(ns.runtime_config)
+    except (AdapterLoadError, ValueError) as exc:
+        print(f"memmatrix adapter: {exc}", file=sys.stderr)
+        return 2
+    Path(ns.data_dir).mkdir(parents=True, exist_ok=True)
+    serve(cls, ns.host, ns.port, {**runtime, "data_dir": str(Path(ns.data_dir).resolve())}, ns.port_file)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

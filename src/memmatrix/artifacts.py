@@ -1,0 +1,61 @@
+"""Write a run's directory so that it is either the old run or the new one, never half of each."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from . import schemas
+from .canon import canonical
+from .errors import SchemaViolation
+
+
+def result_dir(out: Path, protocol: str, system: str, version: str, runtime: str) -> Path:
+    return Path(out) / protocol / system / version / runtime
+
+
+def render_result(result: dict) -> str:
+    return json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def check_result(result: dict, schemas_dir: Path) -> None:
+    problems = schemas.errors(schemas_dir, "result", result)
+    if problems:
+        raise SchemaViolation("the result does not fit schemas/result.schema.json, so nothing was written:\n  - "
+                              + "\n  - ".join(problems[:20]))
+
+
+def write_run(target: Path, result: dict, files: dict[str, str], schemas_dir: Path) -> Path:
+    """Validate ``result`` then replace ``target`` with a directory holding result.json and ``files``."""
+    check_result(result, schemas_dir)
+    # the result must survive a round trip unchanged, or verify could never agree with it
+    if json.loads(canonical(result)) != result:
+        raise SchemaViolation("the result does not survive a JSON round trip; nothing was written")
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stage = target.parent / f".{target.name}.staging-{os.getpid()}"
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir()
+    try:
+        for name, text in files.items():
+            (stage / name).write_text(text, encoding="utf-8")
+        (stage / "result.json").write_text(render_result(result), encoding="utf-8")
+        if target.exists():
+            os.replace(target, old)
+        os.replace(stage, target)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        if old.exists() and not target.exists():
+            os.replace(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def clean_stale(out: Path) -> None:
+    """Remove staging folders an interrupted run left behind."""
+    for p in Path(out).rglob(".*.staging-*"):
+        shutil.rmtree(p, ignore_errors=True)

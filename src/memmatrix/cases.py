@@ -1,0 +1,77 @@
+"""Case files: versioned JSON op scripts, validated against schemas/cases.schema.json and their protocol."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import schemas
+from .canon import sha256_bytes
+from .config import Config
+from .errors import CaseFileError
+from .protocols import EvalProtocol
+
+
+@dataclass(frozen=True)
+class CaseFile:
+    path: Path
+    data: dict
+    sha256: str
+
+    @property
+    def protocol(self) -> str:
+        return self.data["protocol"]
+
+    @property
+    def version(self) -> str:
+        return self.data["version"]
+
+    @property
+    def cases(self) -> list[dict]:
+        return self.data["cases"]
+
+
+def _version_key(path: Path) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in path.stem.split("."))
+    except ValueError:
+        return (-1,)
+
+
+def default_case_file(config: Config, protocol: str) -> Path:
+    """The newest ``cases/<protocol>/<version>.json``."""
+    folder = config.cases_dir / protocol
+    files = sorted(folder.glob("*.json"), key=_version_key)
+    if not files:
+        raise CaseFileError(f"no case file in {folder}; pass one with --cases path/to/cases.json")
+    return files[-1]
+
+
+def load_cases(path: Path, config: Config, protocol: EvalProtocol) -> CaseFile:
+    """Read, hash and validate a case file; every problem is reported, by case and op."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CaseFileError(f"case file {path} cannot be read ({exc.strerror}); check the --cases path") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CaseFileError(f"case file {path} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    problems = schemas.errors(config.schemas_dir, "cases", data)
+    if not problems:
+        if data["protocol"] != protocol.name:
+            problems.append(f"it is a {data['protocol']!r} case file; the {protocol.name!r} protocol was asked for")
+        ids = [c["id"] for c in data["cases"]]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            problems.append(f"duplicate case id(s) {dupes}")
+        for case in data["cases"]:
+            problems.extend(protocol.validate_case(case))
+    if problems:
+        shown = "\n  - ".join(problems[:40])
+        more = f"\n  ... and {len(problems) - 40} more" if len(problems) > 40 else ""
+        raise CaseFileError(f"case file {path} is not valid (schemas/cases.schema.json and the "
+                            f"{protocol.name} protocol's rules):\n  - {shown}{more}")
+    return CaseFile(path=path, data=data, sha256=sha256_bytes(raw))

@@ -1,0 +1,170 @@
+"""The ``memmatrix`` command. Only this module turns errors into exit codes.
+
+Exit codes: 0 success; 1 a check failed (verify found a difference, diff found a
+regression); 2 something the user must fix (the message names it and the fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import __version__
+from .config import Config
+from .errors import MemmatrixError
+from .protocols import protocol_names
+from .runtimes import RUNTIMES
+
+
+def _systems(config: Config, wanted: list[str] | None) -> list[str]:
+    from .systems import known_systems
+    if not wanted or wanted == ["all"]:
+        return known_systems(config)
+    return [s for item in wanted for s in item.split(",") if s]
+
+
+def cmd_run(ns: argparse.Namespace, config: Config) -> int:
+    from .cases import default_case_file, load_cases
+    from .protocols import get_protocol
+    from .run import RunRequest, execute
+    from .systems import resolve_system
+    from .artifacts import clean_stale
+
+    protocols = [get_protocol(p) for item in ns.protocol for p in item.split(",")]
+    specs = [resolve_system(s, config) for s in _systems(config, ns.system)]
+    if ns.cases and len(protocols) > 1:
+        raise MemmatrixError("--cases names one case file, so give exactly one --protocol with it")
+    loaded = {p.name: load_cases(Path(ns.cases) if ns.cases else default_case_file(config, p.name), config, p)
+              for p in protocols}
+    out = Path(ns.out)
+    clean_stale(out) if out.exists() else None
+    failures = []
+    for spec in specs:
+        for protocol in protocols:
+            label = f"{spec.name}{'@' + spec.version if spec.version else ''} · {protocol.name} · {ns.runtime}"
+            print(f"memmatrix: running {label}", file=sys.stderr, flush=True)
+            try:
+                where = execute(RunRequest(spec=spec, protocol=protocol, cases=loaded[protocol.name],
+                                           runtime=ns.runtime, out=out, seed=ns.seed), config)
+            except MemmatrixError as exc:
+                failures.append(f"{label}: {exc}")
+                print(f"memmatrix: {label} could not run: {exc}", file=sys.stderr, flush=True)
+                continue
+            print(f"memmatrix: wrote {where}", file=sys.stderr, flush=True)
+    if failures:
+        print(f"memmatrix: {len(failures)} run(s) did not produce a result:\n  - " + "\n  - ".join(failures),
+              file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
+    from .verify import find_results, verify_result
+    bad = 0
+    for path in find_results([Path(p) for p in ns.paths]):
+        problems = verify_result(path, config)
+        if problems:
+            bad += 1
+            print(f"FAIL {path}")
+            for p in problems:
+                print(f"  - {p}")
+        else:
+            print(f"ok   {path}")
+    if bad:
+        print(f"memmatrix verify: {bad} result(s) could not be re-derived from their artifacts")
+    return 1 if bad else 0
+
+
+def cmd_report(ns: argparse.Namespace, config: Config) -> int:
+    from .report import render
+    text = render([Path(p) for p in ns.paths])
+    if ns.output:
+        with open(ns.output, "a" if ns.append else "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
+    from .diff import diff
+    report = diff([Path(ns.old)], [Path(ns.new)])
+    sys.stdout.write(report.render())
+    return 1 if report.regressions else 0
+
+
+def cmd_systems(ns: argparse.Namespace, config: Config) -> int:
+    from .systems import known_systems, load_system_yaml
+    for name in known_systems(config):
+        meta = load_system_yaml(config.systems_dir / name, config)
+        versions = ", ".join(v + (" (default)" if v == meta["default_version"] else "") for v in meta["versions"])
+        print(f"{name:12} {meta['title']} — versions: {versions}; runtimes: {', '.join(meta['runtimes'])}")
+    return 0
+
+
+def cmd_check_cases(ns: argparse.Namespace, config: Config) -> int:
+    from .cases import load_cases
+    from .protocols import get_protocol
+    cf = load_cases(Path(ns.file), config, get_protocol(ns.protocol))
+    print(f"ok {ns.file}: {cf.protocol} {cf.version}, {len(cf.cases)} case(s), sha256 {cf.sha256}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memmatrix", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"memmatrix {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run protocols against systems and write verified artifacts")
+    r.add_argument("--system", action="append", metavar="NAME[@VERSION]|PATH.py:CLASS",
+                   help="a system under systems/, or any adapter file; repeatable; default: every system")
+    r.add_argument("--protocol", action="append", default=None, metavar="NAME",
+                   help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: deletion")
+    r.add_argument("--runtime", default="embedded", choices=RUNTIMES, help="where adapters run (default: embedded)")
+    r.add_argument("--cases", metavar="FILE", help="case file (default: the newest cases/<protocol>/*.json)")
+    r.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
+    r.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("verify", help="re-derive every result from its transcript; exit 1 on any difference")
+    v.add_argument("paths", nargs="+", metavar="PATH")
+    v.set_defaults(func=cmd_verify)
+
+    rp = sub.add_parser("report", help="the matrix as Markdown (systems x steps, with reasons)")
+    rp.add_argument("paths", nargs="+", metavar="PATH")
+    rp.add_argument("--output", metavar="FILE", help="write to FILE (e.g. $GITHUB_STEP_SUMMARY) instead of stdout")
+    rp.add_argument("--append", action="store_true", help="append to --output instead of replacing it")
+    rp.set_defaults(func=cmd_report)
+
+    d = sub.add_parser("diff", help="state changes between comparable runs; exit 1 on a regression")
+    d.add_argument("old", metavar="OLD")
+    d.add_argument("new", metavar="NEW")
+    d.set_defaults(func=cmd_diff)
+
+    s = sub.add_parser("systems", help="list the systems under systems/")
+    s.set_defaults(func=cmd_systems)
+
+    c = sub.add_parser("check-cases", help="validate a case file against its schema and protocol rules")
+    c.add_argument("file", metavar="FILE")
+    c.add_argument("--protocol", default="deletion", help="the protocol the file is for (default: deletion)")
+    c.set_defaults(func=cmd_check_cases)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = parser().parse_args(argv)
+    if getattr(ns, "protocol", None) is None and ns.command == "run":
+        ns.protocol = ["deletion"]
+    try:
+        return ns.func(ns, Config.from_env())
+    except MemmatrixError as exc:
+        print(f"memmatrix: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("memmatrix: interrupted; runtimes were stopped and no partial result was written", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

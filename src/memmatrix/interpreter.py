@@ -1,0 +1,157 @@
+"""The op interpreter: runs one case's op script against an adapter, recording everything.
+
+It knows how to perform each op (which adapter calls, with which arguments, on the
+harness clock) but nothing about verdicts: scoring is the protocol's, from the transcript.
+An op whose adapter call is unsupported is recorded as a skip, with the adapter's reason.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .capabilities import Capabilities
+from .clock import HarnessClock
+from .protocols.observe import sight
+from .protocols.base import OpRecords
+from .wire import AdapterClient
+
+
+@dataclass
+class RunSettings:
+    settle_timeout_s: float
+    poll_interval_s: float = 0.5
+
+
+class CaseInterpreter:
+    def __init__(self, client: AdapterClient, caps: Capabilities, clock_spec: dict, settings: RunSettings):
+        self.client = client
+        self.caps = caps
+        self.clock_spec = clock_spec
+        self.settings = settings
+
+    def run(self, case: dict) -> None:
+        tr = self.client.transcript
+        tr.add({"kind": "case", "case": case["id"], "shape": case["shape"], "scopes": case["scopes"],
+                "targets": case["targets"], "recall_k": case.get("recall_k", 10), "ops": len(case["ops"])})
+        self.case = case
+        self.clock = HarnessClock(self.clock_spec["start"], self.clock_spec.get("step", "PT1M"))
+        ok, _ = self.client.call("reset", {}, {"case": case["id"], "index": -1, "step": "0"})
+        if not ok:
+            return  # the case is unmeasurable; the scorer turns the missing ops into ERROR cells
+        for index, spec in enumerate(case["ops"]):
+            tr.add({"kind": "op", "case": case["id"], "index": index, "step": str(spec["step"]), "spec": spec,
+                    "at": self.clock.now()})
+            ctx = {"case": case["id"], "index": index, "step": str(spec["step"])}
+            getattr(self, f"_op_{spec['op']}")(spec, ctx)
+
+    # ---------------------------------------------------------------- helpers
+    def _scope(self, key: str) -> str:
+        return self.case["scopes"][key]
+
+    def _supported(self, call: str, ctx: dict) -> bool:
+        if self.caps.support(call) != "unsupported":
+            return True
+        self.client.transcript.add({**ctx, "kind": "skip", "call": call, "reason": self.caps.reason(call)})
+        return False
+
+    def _settle(self, ctx: dict) -> None:
+        if self._supported("settle", ctx):
+            self.client.call("settle", {"timeout_s": self.settings.settle_timeout_s}, ctx,
+                             timeout_s=self.settings.settle_timeout_s + self.client.timeout_s)
+
+    # ---------------------------------------------------------------- ops
+    def _op_write(self, spec: dict, ctx: dict) -> None:
+        self.client.call("write", {"scope": self._scope(spec["scope"]), "at": self.clock.now(),
+                                   "messages": spec["messages"]}, ctx)
+        self.clock.advance()
+
+    def _op_settle(self, spec: dict, ctx: dict) -> None:
+        self._settle(ctx)
+
+    def _op_advance(self, spec: dict, ctx: dict) -> None:
+        self.clock.advance(spec["by"])
+
+    def _op_forget(self, spec: dict, ctx: dict) -> None:
+        if self._supported("forget", ctx):
+            self.client.call("forget", {"scope": self._scope(spec["scope"]), "at": self.clock.now(),
+                                        "text": spec["text"]}, ctx)
+            self.clock.advance()
+
+    def _op_update(self, spec: dict, ctx: dict) -> None:
+        if self._supported("update", ctx):
+            self.client.call("update", {"scope": self._scope(spec["scope"]), "at": self.clock.now(),
+                                        "text": spec["text"], "new_text": spec["new_text"]}, ctx)
+            self.clock.advance()
+
+    def _op_share(self, spec: dict, ctx: dict) -> None:
+        if self._supported("share", ctx):
+            self.client.call("share", {"scope": self._scope(spec["scope"]), "to_scope": self._scope(spec["to"]),
+                                       "at": self.clock.now(), "text": spec["text"]}, ctx)
+            self.clock.advance()
+
+    def _op_jobs(self, spec: dict, ctx: dict) -> None:
+        if self._supported("run_background_jobs", ctx):
+            self.client.call("run_background_jobs", {"at": self.clock.now()}, ctx)
+            self._settle(ctx)
+
+    def _op_audit(self, spec: dict, ctx: dict) -> None:
+        if self._supported("audit", ctx):
+            self.client.call("audit", {"scope": self._scope(spec["scope"])}, ctx)
+
+    def _op_probe(self, spec: dict, ctx: dict) -> None:
+        if not self._supported("probe", ctx):
+            return
+        if not self.caps.stores:
+            self.client.transcript.add({**ctx, "kind": "skip", "call": "probe",
+                                        "reason": "the adapter declares no derived stores to probe"})
+            return
+        for store in self.caps.stores:
+            for name in spec["targets"]:
+                t = self.case["targets"][name]
+                needle = {"token": t["token"], "text": t.get("fact") or t["token"]}
+                self.client.call("probe", {"store": store, "scope": self._scope(spec["scope"]), "needle": needle}, ctx)
+
+    def _op_expect(self, spec: dict, ctx: dict) -> None:
+        """Ask every door (and the raw recall) each target's questions; absent targets also by token.
+
+        A system without a quiescence signal is polled until the expectation holds or the
+        settle timeout passes; every poll is recorded and the last one is scored.
+        """
+        polled = self.caps.support("settle") == "unsupported"
+        deadline = time.monotonic() + self.settings.settle_timeout_s
+        poll = 0
+        while True:
+            calls = self._sweep(spec, {**ctx, "poll": poll} if polled else ctx)
+            if not polled or self._holds(spec, ctx, calls) or time.monotonic() >= deadline \
+                    or self.client.unavailable:
+                return
+            poll += 1
+            time.sleep(self.settings.poll_interval_s)
+
+    def _sweep(self, spec: dict, ctx: dict) -> list[dict]:
+        queries: list[str] = []
+        for name in [*spec.get("present", []), *spec.get("absent", [])]:
+            queries.extend(self.case["targets"][name]["queries"])
+        for name in spec.get("absent", []):
+            queries.append(self.case["targets"][name]["token"])
+        queries = list(dict.fromkeys(queries))
+        scope, at = self._scope(spec["scope"]), self.clock.now()
+        start = len(self.client.transcript.records)
+        for door in self.caps.doors:
+            for q in queries:
+                self.client.call("door", {"query": q, "scope": scope, "door": door, "at": at}, ctx)
+        if self.caps.support("recall") != "unsupported":
+            for q in queries:
+                self.client.call("recall", {"query": q, "scope": scope, "k": self.case.get("recall_k", 10),
+                                            "at": at}, ctx)
+        return self.client.transcript.records[start:]
+
+    def _holds(self, spec: dict, ctx: dict, calls: list[dict]) -> bool:
+        op = OpRecords(ctx["index"], ctx["step"], spec, calls=calls)
+        targets = self.case["targets"]
+        if op.errors():
+            return False
+        present = all(sight(op, targets[n]).served for n in spec.get("present", []))
+        absent = not any(sight(op, targets[n]).reachable for n in spec.get("absent", []))
+        return present and absent

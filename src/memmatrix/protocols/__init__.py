@@ -1,0 +1,24 @@
+"""Evaluation protocols, by name."""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, VERDICTS, Cell, EvalProtocol, StepDef
+from .deletion import DeletionProtocol
+
+_PROTOCOLS: dict[str, EvalProtocol] = {p.name: p for p in (DeletionProtocol(),)}
+
+
+def get_protocol(name: str) -> EvalProtocol:
+    try:
+        return _PROTOCOLS[name]
+    except KeyError:
+        raise ConfigError(f"unknown protocol {name!r}; known protocols: {', '.join(sorted(_PROTOCOLS))}") from None
+
+
+def protocol_names() -> list[str]:
+    return sorted(_PROTOCOLS)
+
+
+__all__ = ["ERROR", "FAIL", "PASS", "SKIP", "UNSUPPORTED", "VERDICTS", "Cell", "EvalProtocol", "StepDef",
+           "get_protocol", "protocol_names"]

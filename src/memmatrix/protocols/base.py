@@ -1,0 +1,106 @@
+"""What every evaluation protocol shares: verdicts, step definitions and reading a case back.
+
+A protocol is two pure parts around the generic op interpreter (``memmatrix.interpreter``):
+``validate_case`` checks a case's op script before anything runs, and ``score_case`` turns
+the transcript records of one case into verdicts. Scoring reads the transcript only, so
+``memmatrix verify`` can re-derive every verdict from the artifact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PASS, FAIL, ERROR, SKIP, UNSUPPORTED = "PASS", "FAIL", "ERROR", "SKIP", "UNSUPPORTED"
+VERDICTS = (PASS, FAIL, ERROR, SKIP, UNSUPPORTED)
+
+
+@dataclass(frozen=True)
+class StepDef:
+    """One column of a protocol's matrix."""
+
+    key: str                 # "4", or "A" for the contradiction columns
+    name: str                # short slug: "gone-after-refeed"
+    title: str               # one line a user reads in the report
+    needs: tuple[str, ...] = ()   # steps whose failure to run makes this one unmeasurable
+    essential: str | None = None  # the adapter call without which this step is UNSUPPORTED
+
+
+@dataclass
+class Cell:
+    """The verdict of one step of one case, with the evidence that decided it."""
+
+    step: str
+    verdict: str
+    reason: str = ""
+    checks: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"step": self.step, "verdict": self.verdict, "reason": self.reason, "checks": self.checks}
+
+
+@dataclass
+class OpRecords:
+    """An op of the script with everything the run recorded for it."""
+
+    index: int
+    step: str
+    spec: dict
+    calls: list[dict] = field(default_factory=list)
+    skips: list[dict] = field(default_factory=list)
+
+    def last_poll(self) -> list[dict]:
+        """The calls of the final poll (systems without a quiescence signal are polled)."""
+        if not self.calls:
+            return []
+        last = max(c.get("poll", 0) for c in self.calls)
+        return [c for c in self.calls if c.get("poll", 0) == last]
+
+    def errors(self) -> list[dict]:
+        return [c for c in self.last_poll() if "error" in c]
+
+
+def group_ops(records: list[dict]) -> list[OpRecords]:
+    """Group a case's records by op index, in script order."""
+    ops: dict[int, OpRecords] = {}
+    for rec in records:
+        kind = rec.get("kind")
+        if kind == "op":
+            ops[rec["index"]] = OpRecords(rec["index"], str(rec["step"]), rec["spec"])
+        elif kind in ("call", "skip") and rec.get("index") in ops:
+            target = ops[rec["index"]]
+            (target.calls if kind == "call" else target.skips).append(rec)
+    return [ops[i] for i in sorted(ops)]
+
+
+def describe_error(call: dict) -> str:
+    err = call.get("error", {})
+    return f"{call.get('call')} failed ({err.get('kind')}): {err.get('message')}"
+
+
+class EvalProtocol:
+    """Base class for evaluation protocols. Subclasses define ``name``, ``version`` and ``steps``."""
+
+    name: str = ""
+    version: str = ""
+    steps: tuple[StepDef, ...] = ()
+
+    def step(self, key: str) -> StepDef:
+        for s in self.steps:
+            if s.key == key:
+                return s
+        raise KeyError(key)
+
+    def validate_case(self, case: dict) -> list[str]:
+        raise NotImplementedError
+
+    def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:
+        raise NotImplementedError
+
+    def error_cells(self, reason: str) -> list[Cell]:
+        """Every step ERROR: the case could not run at all (the adapter failed to start or reset)."""
+        return [Cell(s.key, ERROR, reason) for s in self.steps]
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version,
+                "steps": [{"key": s.key, "name": s.name, "title": s.title} for s in self.steps]}

@@ -1,0 +1,214 @@
+"""The deletion-durability protocol (seed 000 §6): does a deleted memory stay deleted?
+
+Thirteen steps, each a column of the matrix. Every negative assertion is paired with
+controls: the value was reachable before (no vacuous pass) and a never-forgotten twin
+sharing the question's words stays served (no pass by deleting everything). "Gone"
+means unreachable through every door and the raw recall, asked both the natural
+question and the value itself, matched as whole tokens.
+"""
+
+from __future__ import annotations
+
+from ..tokens import contains, found_in
+from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops
+from .observe import probe_hits, sight
+
+#: Audit event names that record a deletion (compared case-folded).
+DELETION_EVENTS = frozenset({
+    "forget", "forgotten", "delete", "deleted", "remove", "removed", "purge", "purged",
+    "erase", "erased", "reject", "rejected", "tombstone", "tombstoned",
+})
+
+STEPS = (
+    StepDef("1", "write", "the canary's source conversation and its twin are written"),
+    StepDef("2", "present", "canary and twin are served before any deletion (control)", needs=("1",)),
+    StepDef("3", "forget", "the canary is forgotten through the system's delete path", needs=("1",), essential="forget"),
+    StepDef("4", "gone", "the canary is unreachable through every door and recall; the twin is still served", needs=("3",)),
+    StepDef("5", "refeed", "the original source conversation is written again", needs=("3",)),
+    StepDef("6", "gone-after-refeed", "still unreachable after re-ingesting the source; twin served", needs=("3", "5")),
+    StepDef("7", "jobs", "every background job the system has is run, then settled", needs=("1",), essential="run_background_jobs"),
+    StepDef("8", "gone-after-jobs", "still unreachable after the background jobs; twin served", needs=("3", "7")),
+    StepDef("9", "derived-stores", "no derived store (vectors, history, summaries, buffers) still holds the canary", needs=("3",), essential="probe"),
+    StepDef("10", "audit", "the deletion is audited as an event, without the deleted value", needs=("3",), essential="audit"),
+    StepDef("11", "share", "a second canary is shared to another scope before deletion and served there (control)", essential="share"),
+    StepDef("12", "forget-original", "the shared canary is forgotten in its own scope: gone there, its twin stays", needs=("11",), essential="forget"),
+    StepDef("13", "gone-from-copy", "the copy in the other scope is gone too; the copied twin stays", needs=("11", "12")),
+)
+
+_ORDER = {"ERROR": 4, "FAIL": 3, "SKIP": 2, "PASS": 1}
+
+
+def _combine(outcomes: list[tuple[str, str, list[dict]]]) -> tuple[str, str, list[dict]]:
+    """The worst verdict wins (ERROR > FAIL > SKIP > PASS); reasons of that verdict are joined."""
+    if not outcomes:
+        return PASS, "", []
+    worst = max(outcomes, key=lambda o: _ORDER[o[0]])[0]
+    reasons = [o[1] for o in outcomes if o[0] == worst and o[1]]
+    checks = [c for o in outcomes for c in o[2]]
+    return worst, "; ".join(dict.fromkeys(reasons)), checks
+
+
+class DeletionProtocol(EvalProtocol):
+    name = "deletion"
+    version = "1.0.0"
+    steps = STEPS
+
+    # ---------------------------------------------------------------- validation
+    def validate_case(self, case: dict) -> list[str]:
+        from .deletion_rules import validate_deletion_case
+        return validate_deletion_case(case, self)
+
+    # ---------------------------------------------------------------- scoring
+    def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:
+        targets, scopes = header["targets"], header["scopes"]
+        state = _State(capabilities)
+        per_step: dict[str, list] = {s.key: [] for s in self.steps}
+        skipped: dict[str, list[str]] = {s.key: [] for s in self.steps}
+        for op in group_ops(records):
+            for skip in op.skips:
+                skipped.setdefault(op.step, []).append(skip)
+            outcome = state.judge(op, targets, scopes)
+            if outcome is not None:
+                per_step.setdefault(op.step, []).append(outcome)
+
+        cells: dict[str, Cell] = {}
+        for step in self.steps:
+            cells[step.key] = self._cell(step, per_step[step.key], skipped[step.key], cells)
+        return [cells[s.key] for s in self.steps]
+
+    def _cell(self, step: StepDef, outcomes: list, skips: list[dict], done: dict[str, Cell]) -> Cell:
+        for skip in skips:
+            if skip["call"] == step.essential:
+                return Cell(step.key, UNSUPPORTED, f"{skip['call']} is unsupported: {skip['reason']}")
+        for need in step.needs:
+            prior = done[need]
+            title = f"step {need} ({self.step(need).name})"
+            if prior.verdict == UNSUPPORTED:
+                return Cell(step.key, UNSUPPORTED, f"needs {title}, which is unsupported")
+            if prior.verdict == ERROR:
+                return Cell(step.key, ERROR, f"{title} errored, so this step cannot be measured")
+        verdict, reason, checks = _combine(outcomes)
+        return Cell(step.key, verdict, reason, checks)
+
+
+class _State:
+    """What the scorer carries from op to op within one case."""
+
+    def __init__(self, capabilities: dict):
+        self.caps = capabilities
+        self.seen: set[tuple[str, str]] = set()          # (scope key, target) reachable at some expect
+        self.forgotten: dict[str, list[str]] = {}        # target -> ids its forget returned
+        self.baseline: dict[str, dict[str, bool]] = {}   # target -> store -> held, before deletion
+        self.baseline_errors: list[str] = []
+
+    def judge(self, op: OpRecords, targets: dict, scopes: dict):
+        kind = op.spec["op"]
+        if any(s["call"] != "settle" for s in op.skips):
+            return None  # the step cell reports the unsupported call
+        errors = op.errors()
+        if kind == "probe" and op.step == "2":
+            self._baseline(op, targets, errors)
+            return None
+        if errors:
+            return ERROR, "; ".join(describe_error(c) for c in errors[:3]), []
+        if kind == "forget":
+            ids = next((c["result"]["ids"] for c in op.calls if c["call"] == "forget"), [])
+            self.forgotten[op.spec["target"]] = ids
+            support = self.caps.get("operations", {}).get("forget", {})
+            note = f"emulated: {support.get('reason')}" if support.get("support") == "emulated" else ""
+            return PASS, note if ids else "; ".join(filter(None, [note, "forget reported no ids"])), []
+        if kind == "jobs":
+            return self._jobs(op)
+        if kind == "expect":
+            return self._expect(op, targets)
+        if kind == "probe":
+            return self._probe(op, targets)
+        if kind == "audit":
+            return self._audit(op, targets)
+        return PASS, "", []
+
+    def _jobs(self, op: OpRecords):
+        ran = next((c["result"]["jobs"] for c in op.calls if c["call"] == "run_background_jobs"), [])
+        declared = [j["name"] for j in self.caps.get("background_jobs", [])]
+        missing = [j for j in declared if j not in ran]
+        if missing:
+            return FAIL, f"declared background jobs were not run: {missing}", [{"ran": ran, "declared": declared}]
+        return PASS, f"ran {ran}", [{"ran": ran, "declared": declared}]
+
+    def _expect(self, op: OpRecords, targets: dict):
+        scope = op.spec["scope"]
+        outcomes = []
+        control = bool(op.spec.get("absent"))
+        for name in op.spec.get("present", []):
+            ok = sight(op, targets[name]).served
+            detail = "served" if ok else f"not served when asked {targets[name]['queries']}"
+            why = (f"control {name} not served in scope {scope!r} (asked {targets[name]['queries']}): "
+                   "an absence next to a lost control proves nothing" if control
+                   else f"{name} not served in scope {scope!r} (asked {targets[name]['queries']})")
+            outcomes.append((PASS if ok else FAIL, "" if ok else why,
+                             [{"op": op.index, "check": "present", "target": name, "scope": scope, "ok": ok,
+                               "detail": detail}]))
+        for name in op.spec.get("absent", []):
+            s = sight(op, targets[name])
+            check = {"op": op.index, "check": "absent", "target": name, "scope": scope}
+            if s.reachable:
+                outcomes.append((FAIL, f"{name} still reachable in scope {scope!r}: {s.where}",
+                                 [{**check, "ok": False, "detail": s.where}]))
+            elif (scope, name) not in self.seen:
+                outcomes.append((SKIP, f"{name} was never reachable in scope {scope!r} before, so its absence proves nothing",
+                                 [{**check, "ok": None, "detail": "vacuous"}]))
+            else:
+                outcomes.append((PASS, "", [{**check, "ok": True, "detail": "unreachable"}]))
+        for name in [*op.spec.get("present", []), *op.spec.get("absent", [])]:
+            if sight(op, targets[name]).reachable:
+                self.seen.add((scope, name))
+        return _combine(outcomes)
+
+    def _baseline(self, op: OpRecords, targets: dict, errors: list[dict]) -> None:
+        self.baseline_errors = [describe_error(c) for c in errors]
+        for name in op.spec["targets"]:
+            self.baseline[name] = probe_hits(op, targets[name]["token"])
+
+    def _probe(self, op: OpRecords, targets: dict):
+        if self.baseline_errors:
+            return ERROR, "the baseline probe before deletion failed: " + "; ".join(self.baseline_errors[:3]), []
+        outcomes = []
+        for name in op.spec["targets"]:
+            now = probe_hits(op, targets[name]["token"])
+            before = self.baseline.get(name, {})
+            check = {"op": op.index, "check": "stores", "target": name, "before": before, "after": now}
+            if name in self.forgotten:
+                held = sorted(s for s, hit in now.items() if hit)
+                if held:
+                    outcomes.append((FAIL, f"{name} still held by derived store(s) {held}", [{**check, "ok": False}]))
+                elif not any(before.values()):
+                    outcomes.append((SKIP, f"no store held {name} before deletion, so the probes prove nothing",
+                                     [{**check, "ok": None}]))
+                else:
+                    outcomes.append((PASS, "", [{**check, "ok": True}]))
+            else:
+                lost = sorted(s for s, hit in before.items() if hit and not now.get(s))
+                outcomes.append((FAIL if lost else PASS,
+                                 f"control {name} lost from store(s) {lost}: over-deletion" if lost else "",
+                                 [{**check, "ok": not lost}]))
+        return _combine(outcomes)
+
+    def _audit(self, op: OpRecords, targets: dict):
+        events = next((c["result"]["events"] for c in op.calls if c["call"] == "audit"), [])
+        ids = {i for forgotten in self.forgotten.values() for i in forgotten}
+        deletions = [e for e in events if e["event"].casefold() in DELETION_EVENTS]
+        matching = [e for e in deletions if not ids or e.get("memory_id") in ids]
+        leaks = [name for name in self.forgotten if found_in(events, targets[name]["token"])]
+        check = {"op": op.index, "check": "audit", "events": len(events), "deletion_events": len(deletions),
+                 "forgotten_ids": sorted(ids)}
+        if leaks:
+            return FAIL, f"the audit trail still holds the deleted value of {leaks} in plaintext", [{**check, "ok": False}]
+        if not matching:
+            what = f"for the forgotten id(s) {sorted(ids)}" if ids else "at all"
+            return FAIL, f"no deletion event {what} among {len(events)} audit event(s)", [{**check, "ok": False}]
+        return PASS, "", [{**check, "ok": True}]
+
+
+def token_overlap(a: str, b: str) -> bool:
+    """True when either token contains the other: such twins cannot be told apart."""
+    return contains(a, b) or contains(b, a)

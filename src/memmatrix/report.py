@@ -1,0 +1,76 @@
+"""``memmatrix report``: the matrix, in Markdown, for a terminal and for $GITHUB_STEP_SUMMARY.
+
+Rows are runs (system, version, runtime), columns are the protocol's steps. A cell shows
+the verdicts of the cases in that step; it is never collapsed into one number. Below the
+matrix every FAIL and ERROR is listed with its reason.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from .protocols import VERDICTS
+from .verify import find_results, load_result
+
+SHORT = {"PASS": "PASS", "FAIL": "FAIL", "ERROR": "ERROR", "SKIP": "SKIP", "UNSUPPORTED": "n/a"}
+
+
+def cell_text(verdicts: list[str]) -> str:
+    counts = {v: verdicts.count(v) for v in VERDICTS if verdicts.count(v)}
+    if len(counts) == 1:
+        v = next(iter(counts))
+        return SHORT[v] if len(verdicts) == 1 else f"{SHORT[v]} ×{len(verdicts)}"
+    return " · ".join(f"{n} {SHORT[v]}" for v, n in counts.items())
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _group(results: list[tuple[Path, dict]]) -> dict:
+    groups: dict[tuple, list] = defaultdict(list)
+    for path, r in results:
+        s = r["stamp"]
+        key = (s["protocol"]["name"], s["protocol"]["version"], s["dataset"]["version"], s["dataset"]["sha256"],
+               s["model"]["mode"], s["model"].get("id"))
+        groups[key].append((path, r))
+    return groups
+
+
+def render(paths: list[Path], title: str = "memmatrix report") -> str:
+    results = [(p, load_result(p)) for p in find_results(paths)]
+    out = [f"# {title}", ""]
+    for key, runs in sorted(_group(results).items(), key=lambda kv: kv[0]):
+        protocol, pversion, dversion, dsha, mode, model = key
+        steps = runs[0][1]["steps"]
+        out += [f"## {protocol} protocol {pversion}", "",
+                f"Dataset {dversion} (sha256 `{dsha[:12]}`), model: {mode}{f' `{model}`' if model else ''}. "
+                f"Each cell counts the cases per verdict; `n/a` means the system does not support the step.", ""]
+        out.append("| system | version | runtime | " + " | ".join(f"{s['key']} {s['name']}" for s in steps) + " |")
+        out.append("|---|---|---|" + "---|" * len(steps))
+        runs.sort(key=lambda pr: (pr[1]["stamp"]["system"]["name"], pr[1]["stamp"]["system"]["version"],
+                                  pr[1]["stamp"]["runtime"]["name"]))
+        for _, r in runs:
+            s = r["stamp"]
+            cells = [cell_text([c["cells"][i]["verdict"] for c in r["cases"]]) for i in range(len(steps))]
+            out.append(f"| {s['system']['name']} | {s['system']['version']} | {s['runtime']['name']} | "
+                       + " | ".join(cells) + " |")
+        out += ["", "<details><summary>Steps</summary>", ""]
+        out += [f"- **{s['key']} {s['name']}**: {s['title']}" for s in steps]
+        out += ["", "</details>", ""]
+        reasons = []
+        for path, r in runs:
+            s = r["stamp"]
+            who = f"{s['system']['name']} {s['system']['version']} ({s['runtime']['name']})"
+            for case in r["cases"]:
+                for cell in case["cells"]:
+                    if cell["verdict"] in ("FAIL", "ERROR"):
+                        name = next(st["name"] for st in steps if st["key"] == cell["step"])
+                        reasons.append(f"- {who} · `{case['id']}` · step {cell['step']} {name}: "
+                                       f"**{cell['verdict']}**: {_escape(cell['reason'])}")
+            for finding in r.get("findings", []):
+                reasons.append(f"- {who} · finding: {_escape(finding)}")
+        if reasons:
+            out += ["### Why", ""] + reasons + [""]
+    return "\n".join(out).rstrip() + "\n"

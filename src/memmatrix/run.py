@@ -1,0 +1,130 @@
+"""One run: a system, a protocol, a case file and a runtime in; a verified artifact directory out."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .artifacts import result_dir, write_run
+from .canon import sha256_file
+from .capabilities import Capabilities, check_capabilities
+from .cases import CaseFile
+from .config import Config
+from .errors import AdapterError
+from .interpreter import CaseInterpreter, RunSettings
+from .protocols import EvalProtocol
+from .runtimes import start_runtime
+from .scoring import score_transcript, summarize
+from .stamp import fingerprint, harness, now_utc
+from .systems import SystemSpec
+from .transcript import NORMALIZATION, Transcript
+from .wire import AdapterClient
+
+
+@dataclass
+class RunRequest:
+    spec: SystemSpec
+    protocol: EvalProtocol
+    cases: CaseFile
+    runtime: str
+    out: Path
+    seed: int = 0
+    runtime_config: dict = field(default_factory=dict)
+    model: dict = field(default_factory=lambda: {"mode": "none", "id": None, "oracle_version": None})
+
+
+def portable(path: Path, home: Path) -> str:
+    """A path as committed artifacts may name it: relative to the checkout, else just its name."""
+    try:
+        return str(Path(path).resolve().relative_to(home.resolve()))
+    except ValueError:
+        return Path(path).name
+
+
+def _start(client: AdapterClient, req: RunRequest) -> tuple[dict, Capabilities]:
+    ctx = {"case": None, "index": -1, "step": "0"}
+    config = {"version": req.spec.version, "seed": req.seed, "options": req.spec.version_meta.get("options", {})}
+    ok, init = client.call("init", {"config": config}, ctx)
+    if not ok:
+        raise AdapterError(f"the adapter {req.spec.adapter} could not be initialised: {init['message']}")
+    ok, caps = client.call("capabilities", {}, ctx)
+    if not ok:
+        raise AdapterError(f"the adapter {req.spec.adapter} did not declare its capabilities: {caps['message']}")
+    checked = check_capabilities(caps, init["implemented"], req.spec.adapter)
+    declared = caps["system"]
+    if req.spec.folder is not None and declared["name"] != req.spec.name:
+        raise AdapterError(f"the adapter in systems/{req.spec.name}/ declares system name {declared['name']!r}; "
+                           f"make capabilities()['system']['name'] return {req.spec.name!r}")
+    client.transcript.normalize.volatile_fields = checked.volatile_fields
+    return caps, checked
+
+
+def findings_of(caps: dict, client: AdapterClient) -> list[str]:
+    found = []
+    ops = caps["operations"]
+    if ops["settle"]["support"] == "unsupported":
+        found.append(f"no quiescence signal ({ops['settle'].get('reason')}): every check was polled to the settle timeout")
+    for op, decl in sorted(ops.items()):
+        if decl["support"] == "emulated":
+            found.append(f"{op} is emulated: {decl.get('reason')}")
+    if client.unavailable:
+        found.append(client.unavailable)
+    return found
+
+
+def execute(req: RunRequest, config: Config) -> Path:
+    """Run every case, score from the transcript, write the artifacts. Returns the run directory."""
+    transcript = Transcript()
+    started, t0 = now_utc(), time.monotonic()
+    transcript.add({"kind": "run", "protocol": {"name": req.protocol.name, "version": req.protocol.version},
+                    "dataset": {"version": req.cases.version, "sha256": req.cases.sha256},
+                    "system": {"name": req.spec.name, "version": req.spec.version}})
+    with start_runtime(req.runtime, req.spec, config, req.runtime_config) as runtime:
+        client = AdapterClient(runtime.endpoint, transcript, config.schemas_dir, config.call_timeout_s)
+        caps, checked = _start(client, req)
+        settings = RunSettings(settle_timeout_s=config.settle_timeout_s)
+        for case in req.cases.cases:
+            CaseInterpreter(client, checked, req.cases.data["clock"], settings).run(case)
+        runtime_facts = runtime.describe()
+        findings = findings_of(caps, client)
+        adapter_ms = client.stats.summary()
+
+    cases = score_transcript(req.protocol, transcript.records)
+    # an ad-hoc adapter (path.py:Class) is named by what it declares; a systems/ folder by its folder
+    name = req.spec.name if req.spec.folder is not None else caps["system"]["name"]
+    version = req.spec.version or caps["system"]["version"]
+    image = runtime_facts.pop("image_digests", {})
+    compose_sha = runtime_facts.pop("compose_sha256", None)
+    stamp = {
+        "harness": harness(config.home),
+        "system": {"name": name, "version": version, "declared": caps["system"],
+                   "adapter": f"{portable(req.spec.adapter_file, config.home)}:{req.spec.adapter.rpartition(':')[2]}",
+                   "adapter_sha256": sha256_file(req.spec.adapter_file), "lock_sha256": req.spec.lock_sha256,
+                   "upstream": req.spec.meta.get("upstream"), "image_digests": image, "compose_sha256": compose_sha},
+        "runtime": runtime_facts,
+        "model": req.model,
+        "protocol": {"name": req.protocol.name, "version": req.protocol.version},
+        "dataset": {"path": portable(req.cases.path, config.home), "version": req.cases.version,
+                    "sha256": req.cases.sha256},
+        "seed": req.seed,
+        "clock": {"mode": "virtual", "start": req.cases.data["clock"]["start"]},
+        "started_at": started,
+        "finished_at": now_utc(),
+        "normalization": {**NORMALIZATION, "volatile_fields_declared": sorted(caps.get("volatile_fields", []))},
+    }
+    stamp["fingerprint"] = fingerprint(stamp)
+    text = transcript.text()
+    result = {
+        "kind": "memmatrix.result", "schema_version": 1, "stamp": stamp,
+        "capabilities": next(r["result"] for r in transcript.records if r.get("call") == "capabilities"),
+        "transcript": {"file": "transcript.jsonl", "sha256": transcript.sha256(), "records": len(transcript.records)},
+        "steps": [{"key": s.key, "name": s.name, "title": s.title} for s in req.protocol.steps],
+        "cases": cases,
+        "summary": summarize(req.protocol, cases),
+        "findings": findings,
+        "timings": {"wall_s": round(time.monotonic() - t0, 3), "adapter_ms": adapter_ms},
+    }
+    target = result_dir(req.out, req.protocol.name, name, version, req.runtime)
+    return write_run(target, result, {"transcript.jsonl": text}, config.schemas_dir)
+

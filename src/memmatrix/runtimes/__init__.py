@@ -1,0 +1,39 @@
+"""Runtimes: where an adapter runs. Each yields an Endpoint and describes itself for the stamp.
+
+- ``inprocess``: the adapter class inside this process (unit tests; no isolation).
+- ``embedded``: an adapter server in a subprocess on a free loopback port (the default).
+- ``compose``: the system's docker compose services (see runtimes/compose.py).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from ..config import Config
+from ..errors import ConfigError
+from ..systems import SystemSpec
+from .base import Runtime
+
+RUNTIMES = ("inprocess", "embedded", "compose")
+
+
+@contextmanager
+def start_runtime(kind: str, spec: SystemSpec, config: Config, runtime_config: dict | None = None) -> Iterator[Runtime]:
+    """Start ``spec`` under runtime ``kind``; always stops it, on success, failure and Ctrl-C."""
+    if kind == "inprocess":
+        from .inprocess import InProcessRuntime as cls
+    elif kind == "embedded":
+        from .embedded import EmbeddedRuntime as cls
+    elif kind == "compose":
+        from .compose import ComposeRuntime as cls
+    else:
+        raise ConfigError(f"unknown runtime {kind!r}; choose one of {', '.join(RUNTIMES)}")
+    if spec.folder is not None and kind not in spec.runtimes:
+        raise ConfigError(f"system {spec.name!r} does not offer the {kind!r} runtime; it offers {spec.runtimes}")
+    runtime = cls(spec, config, runtime_config or {})
+    try:
+        runtime.start()
+        yield runtime
+    finally:
+        runtime.stop()

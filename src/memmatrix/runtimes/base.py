@@ -1,0 +1,43 @@
+"""What every runtime provides."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..config import Config
+from ..systems import SystemSpec
+from ..wire import Endpoint
+
+
+class Runtime:
+    name = ""
+
+    def __init__(self, spec: SystemSpec, config: Config, runtime_config: dict):
+        self.spec = spec
+        self.config = config
+        self.runtime_config = dict(runtime_config)
+        self.endpoint: Endpoint | None = None
+        self._scratch: Path | None = None
+
+    def scratch(self) -> Path:
+        """A private folder for this run's stores, removed when the runtime stops."""
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix=f"memmatrix-{self.spec.name}-"))
+        return self._scratch
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.endpoint is not None:
+            self.endpoint.close()
+            self.endpoint = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def describe(self) -> dict:
+        """Runtime facts for the stamp (never part of the transcript)."""
+        return {"name": self.name}

@@ -1,0 +1,122 @@
+"""The embedded runtime: the adapter server as a subprocess on a free loopback port.
+
+The server is ``adapterkit.py`` run by the system's own interpreter, so the system's
+dependencies never meet memmatrix's. The process gets its own session (process group):
+stopping kills it and every child it started, on success, failure and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from .. import adapterkit
+from ..errors import AdapterError
+from ..wire import HttpEndpoint
+from .base import Runtime
+
+
+def log_tail(path: Path, lines: int = 25) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join("    " + line for line in text[-lines:]) or "    (empty log)"
+
+
+class EmbeddedRuntime(Runtime):
+    name = "embedded"
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.proc: subprocess.Popen | None = None
+        self.python = sys.executable
+        self.log_path: Path | None = None
+
+    def interpreter(self) -> str:
+        """The Python that runs the adapter: the system's own environment (see runtimes/venv.py)."""
+        from .venv import environment_python
+        return environment_python(self.spec, self.config)
+
+    def start(self) -> None:
+        self.python = self.interpreter()
+        scratch = self.scratch()
+        self.log_path = scratch / "adapter.log"
+        port_file = scratch / "port"
+        cmd = [self.python, "-u", adapterkit.__file__, "--adapter", self.spec.adapter,
+               "--data-dir", str(scratch / "data"), "--port", "0", "--port-file", str(port_file),
+               "--runtime-config", json.dumps(self.runtime_config)]
+        log = open(self.log_path, "w", encoding="utf-8")
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True, env=self._env())
+        finally:
+            log.close()
+        deadline = time.monotonic() + self.config.start_timeout_s
+        while not port_file.exists():
+            if self.proc.poll() is not None:
+                raise AdapterError(self._failure(f"exited with code {self.proc.returncode} before it listened"))
+            if time.monotonic() > deadline:
+                raise AdapterError(self._failure(f"did not listen within {self.config.start_timeout_s:g} s "
+                                                 "(MEMMATRIX_START_TIMEOUT)"))
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{int(port_file.read_text())}"
+        endpoint = HttpEndpoint(url)
+        try:
+            health = endpoint.health(timeout=5)
+        except (requests.RequestException, ValueError) as exc:
+            raise AdapterError(self._failure(f"listens at {url} but /health does not answer ({exc})")) from None
+        if health.get("wire_version") != adapterkit.WIRE_VERSION:
+            raise AdapterError(self._failure(f"speaks wire version {health.get('wire_version')}, "
+                                             f"memmatrix speaks {adapterkit.WIRE_VERSION}"))
+        self.endpoint = endpoint
+
+    def _env(self) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        return env
+
+    def _failure(self, what: str) -> str:
+        return (f"the adapter server for {self.spec.name!r} ({self.spec.adapter}) {what}.\n"
+                f"  log: {self.log_path}\n{log_tail(self.log_path)}")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            if self.endpoint is not None:
+                try:
+                    self.endpoint.session.post(f"{self.endpoint.base_url}/shutdown", timeout=2)
+                except requests.RequestException:
+                    pass
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                if proc.poll() is not None:
+                    break
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    continue
+        if proc is not None:
+            try:  # children the adapter started in its session outlive a clean exit otherwise
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        super().stop()
+
+    def describe(self) -> dict:
+        from .venv import python_version
+        return {"name": self.name, "python": python_version(self.python)}

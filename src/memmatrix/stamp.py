@@ -1,0 +1,52 @@
+"""The stamp: everything needed to say what produced a result and which results are comparable."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+
+from . import __version__
+from .canon import sha256_json
+
+#: Fields of the stamp that decide comparability; the system version is left out on purpose,
+#: so that two pinned versions of one system under one setup can be diffed.
+FINGERPRINT_FIELDS = ("system.name", "protocol.name", "protocol.version", "dataset.sha256",
+                      "model.mode", "model.id", "model.oracle_version", "clock.mode", "seed")
+
+
+@lru_cache(maxsize=None)
+def git_sha(path: str) -> str:
+    try:
+        out = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    sha = out.stdout.strip()
+    if out.returncode != 0 or not sha:
+        return "unknown"
+    dirty = subprocess.run(["git", "-C", path, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, timeout=10).stdout.strip()
+    return sha + ("-dirty" if dirty else "")
+
+
+def harness(home: Path) -> dict:
+    return {"name": "memmatrix", "version": __version__, "git_sha": git_sha(str(home)),
+            "python": platform.python_version(), "platform": f"{platform.system()}-{platform.machine()}"}
+
+
+def now_utc() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _get(stamp: dict, dotted: str):
+    value = stamp
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def fingerprint(stamp: dict) -> str:
+    """Runs with equal fingerprints measured the same thing the same way (system version aside)."""
+    return sha256_json({f: _get(stamp, f) for f in FINGERPRINT_FIELDS})[:16]

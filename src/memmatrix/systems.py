@@ -1,0 +1,94 @@
+"""Resolve ``--system`` into a SystemSpec: a folder under systems/ or any ``adapter.py:Class``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import schemas
+from .adapterkit import AdapterLoadError, split_spec
+from .canon import sha256_file
+from .config import Config
+from .errors import SystemNotFound, SystemSpecError
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    name: str                 # folder name, or the adapter class name for an ad-hoc adapter
+    version: str              # pinned version asked for ("" for an ad-hoc adapter until it declares one)
+    adapter: str              # absolute path/to/adapter.py:Class
+    folder: Path | None       # systems/<name>/, None for an ad-hoc adapter
+    meta: dict = field(default_factory=dict)   # the parsed system.yaml
+    lock: Path | None = None
+
+    @property
+    def version_meta(self) -> dict:
+        return self.meta.get("versions", {}).get(self.version, {})
+
+    @property
+    def lock_sha256(self) -> str | None:
+        return sha256_file(self.lock) if self.lock else None
+
+    @property
+    def adapter_file(self) -> Path:
+        return split_spec(self.adapter)[0]
+
+    @property
+    def runtimes(self) -> list[str]:
+        return self.meta.get("runtimes", ["inprocess", "embedded"])
+
+
+def known_systems(config: Config) -> list[str]:
+    root = config.systems_dir
+    return sorted(p.name for p in root.iterdir() if (p / "system.yaml").is_file()) if root.is_dir() else []
+
+
+def load_system_yaml(folder: Path, config: Config) -> dict:
+    path = folder / "system.yaml"
+    try:
+        meta = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise SystemSpecError(f"{path} is not valid YAML: {exc}") from None
+    problems = schemas.errors(config.schemas_dir, "system", meta)
+    if not problems:
+        if meta["name"] != folder.name:
+            problems.append(f"at /name: {meta['name']!r} must equal the folder name {folder.name!r}")
+        if meta["default_version"] not in meta["versions"]:
+            problems.append(f"at /default_version: {meta['default_version']!r} is not one of {sorted(meta['versions'])}")
+        for version, v in meta["versions"].items():
+            if v.get("lock") and not (folder / v["lock"]).is_file():
+                problems.append(f"at /versions/{version}/lock: file {v['lock']!r} does not exist in {folder.name}/")
+        adapter_file = meta["adapter"].rpartition(":")[0]
+        if not (folder / adapter_file).is_file():
+            problems.append(f"at /adapter: file {adapter_file!r} does not exist in {folder.name}/")
+    if problems:
+        raise SystemSpecError(f"{path} does not fit schemas/system.schema.json:\n  - " + "\n  - ".join(problems))
+    return meta
+
+
+def resolve_system(text: str, config: Config) -> SystemSpec:
+    """``name``, ``name@version`` (a folder under systems/) or ``path/to/adapter.py:Class``."""
+    if ".py:" in text:
+        try:
+            path, cls = split_spec(text)
+        except AdapterLoadError as exc:
+            raise SystemNotFound(str(exc)) from None
+        if not path.is_file():
+            raise SystemNotFound(f"adapter file {str(path)!r} does not exist; give path/to/adapter.py:ClassName")
+        return SystemSpec(name=cls.lower(), version="", adapter=f"{path.resolve()}:{cls}", folder=None)
+    name, _, version = text.partition("@")
+    folder = config.systems_dir / name
+    if not (folder / "system.yaml").is_file():
+        known = known_systems(config)
+        raise SystemNotFound(f"unknown system {name!r}; known systems: {', '.join(known) or 'none'} "
+                             f"(or pass path/to/adapter.py:ClassName)")
+    meta = load_system_yaml(folder, config)
+    version = version or meta["default_version"]
+    if version not in meta["versions"]:
+        raise SystemNotFound(f"system {name!r} pins no version {version!r}; pinned: {', '.join(meta['versions'])}")
+    file, _, cls = meta["adapter"].rpartition(":")
+    lock = meta["versions"][version].get("lock")
+    return SystemSpec(name=name, version=version, adapter=f"{(folder / file).resolve()}:{cls}", folder=folder,
+                      meta=meta, lock=(folder / lock) if lock else None)

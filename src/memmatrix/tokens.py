@@ -1,0 +1,32 @@
+"""Whole-token, case-folded matching: ``8766`` does not match ``18766``.
+
+A text is split into runs of letters and digits (Unicode-aware), case-folded.
+A needle matches when its token sequence occurs contiguously in the haystack's.
+So ``Vantablack-7`` matches "vantablack-7's" but not "Vantablack-77", and
+``0.2.4`` does not match ``10.2.4``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .adapterkit import contains, tokens
+
+__all__ = ["contains", "found_in", "strings", "tokens"]
+
+
+def strings(obj: Any) -> Iterator[str]:
+    """Every string inside a JSON value: keys are skipped, values are walked."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            yield from strings(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from strings(value)
+
+
+def found_in(obj: Any, needle: str) -> bool:
+    """True when ``needle`` matches as whole tokens inside any string of a JSON value."""
+    return any(contains(s, needle) for s in strings(obj))

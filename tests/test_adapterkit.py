@@ -1,0 +1,47 @@
+import pytest
+
+from memmatrix.adapterkit import AdapterLoadError, check_adapter_class, coverage, load_adapter_class, split_spec
+
+
+def test_spec_must_name_a_python_file_and_a_class():
+    with pytest.raises(AdapterLoadError, match="path/to/adapter.py:ClassName"):
+        split_spec("adapter.py")
+    assert split_spec("a/b.py:C")[1] == "C"
+
+
+def test_missing_file_and_missing_class_are_named(tmp_path):
+    with pytest.raises(AdapterLoadError, match="does not exist"):
+        load_adapter_class(f"{tmp_path}/nope.py:X")
+    f = tmp_path / "a.py"
+    f.write_text("class Other:\n    pass\n")
+    with pytest.raises(AdapterLoadError, match=r"no class 'X'; classes defined there: \['Other'\]"):
+        load_adapter_class(f"{f}:X")
+
+
+def test_an_adapter_file_that_fails_to_import_names_the_error(tmp_path):
+    f = tmp_path / "broken.py"
+    f.write_text("import not_a_module_anywhere\n")
+    with pytest.raises(AdapterLoadError, match="failed to import: ModuleNotFoundError"):
+        load_adapter_class(f"{f}:X")
+
+
+def test_every_signature_mismatch_is_reported_at_once():
+    class Bad:
+        def capabilities(self): ...
+        def reset(self): ...
+        def write(self, text, scope): ...
+        def forget(self, scope, at, text): ...
+
+    with pytest.raises(AdapterLoadError) as err:
+        check_adapter_class(Bad)
+    msg = str(err.value)
+    assert "missing required operation door(query, scope, door, at)" in msg
+    assert "Bad.write(self, text, scope) does not match the contract write(scope, at, messages)" in msg
+    assert "missing parameter(s) ['at', 'messages']" in msg
+    assert "required parameter(s) not in the contract ['text']" in msg
+    assert "forget" not in msg
+
+
+def test_coverage_counts_content_words_only():
+    assert coverage("The code for my storage locker", "storage locker code") == 1.0
+    assert coverage("the of my", "anything") == 0.0

@@ -1,0 +1,120 @@
+"""The command line: exit codes, and errors that name the thing and the fix."""
+
+import json
+import shutil
+
+import pytest
+
+from conftest import ADAPTERS, ROOT
+from memmatrix.cli import main
+
+
+@pytest.fixture(autouse=True)
+def env(monkeypatch, tmp_path):
+    monkeypatch.setenv("MEMMATRIX_HOME", str(ROOT))
+    monkeypatch.setenv("MEMMATRIX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MEMMATRIX_START_TIMEOUT", "3")
+    monkeypatch.setenv("MEMMATRIX_CALL_TIMEOUT", "5")
+
+
+def test_unknown_system_lists_the_known_ones(tmp_path, capsys):
+    assert main(["run", "--system", "nope", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown system 'nope'; known systems: append, notes, reference" in err
+    assert "path/to/adapter.py:ClassName" in err
+
+
+def test_unknown_version_lists_the_pinned_ones(tmp_path, capsys):
+    assert main(["run", "--system", "notes@9.9", "--out", str(tmp_path)]) == 2
+    assert "system 'notes' pins no version '9.9'; pinned: 1.0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("runtime", ["inprocess", "embedded"])
+def test_an_adapter_file_that_fails_to_import_is_named(tmp_path, capsys, runtime):
+    rc = main(["run", "--system", f"{ADAPTERS / 'dies_on_start.py'}:Dead", "--runtime", runtime,
+               "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "failed to import: RuntimeError: this adapter refuses to start" in err
+    assert not (tmp_path / "out" / "deletion").exists()
+
+
+def test_an_adapter_that_does_not_answer_is_named_with_its_log(tmp_path, capsys):
+    rc = main(["run", "--system", f"{ADAPTERS / 'sleeps_on_start.py'}:Asleep", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "did not listen within 3 s (MEMMATRIX_START_TIMEOUT)" in err
+    assert "log:" in err
+
+
+def test_capabilities_that_break_the_contract_are_named(tmp_path, capsys):
+    rc = main(["run", "--system", f"{ADAPTERS / 'misbehaving.py'}:NoName", "--runtime", "inprocess",
+               "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "no support level declared for ['share']" in err
+    assert "'supported' | 'emulated' | 'unsupported'" in err
+
+
+def test_a_malformed_case_file_names_line_and_column(tmp_path, capsys):
+    bad = tmp_path / "cases.json"
+    bad.write_text('{"kind": "memmatrix.cases",\n "protocol": }')
+    assert main(["run", "--system", "notes", "--cases", str(bad), "--out", str(tmp_path)]) == 2
+    assert f"case file {bad} is not JSON: Expecting value at line 2, column 14" in capsys.readouterr().err
+
+
+def test_a_case_file_that_breaks_the_protocol_rules_lists_every_problem(tmp_path, capsys):
+    data = json.loads((ROOT / "cases/deletion/1.0.0.json").read_text())
+    case = data["cases"][0]
+    refeed = next(op for op in case["ops"] if op.get("refeed"))
+    refeed["messages"] = [{"role": "user", "content": "The code for my storage locker is QX-4471-TRV."}]
+    for op in case["ops"]:
+        if op["op"] == "expect" and str(op["step"]) == "4":
+            op["present"] = []
+    f = tmp_path / "cases.json"
+    f.write_text(json.dumps(data))
+    assert main(["check-cases", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "re-feed the ORIGINAL source conversation" in err
+    assert "needs a never-forgotten control" in err
+
+
+def test_run_report_verify_diff_round_trip(tmp_path, capsys):
+    out = tmp_path / "results"
+    assert main(["run", "--system", "reference", "--system", "append", "--runtime", "inprocess",
+                 "--out", str(out)]) == 0
+    assert main(["verify", str(out)]) == 0
+    assert main(["report", str(out)]) == 0
+    report = capsys.readouterr().out
+    assert "| reference | 1.0 | inprocess | PASS ×4 |" in report
+    assert "| append | 1.0 | inprocess | PASS ×4 | PASS ×4 | PASS ×4 | FAIL ×4 |" in report
+    assert "the audit trail still holds the deleted value" in report
+
+    # a newer "version" of reference that lost step 6 is a regression
+    old = out / "deletion" / "reference" / "1.0" / "inprocess"
+    new = tmp_path / "new" / "deletion" / "reference" / "1.1" / "inprocess"
+    shutil.copytree(old, new)
+    r = json.loads((new / "result.json").read_text())
+    r["stamp"]["system"]["version"] = "1.1"
+    cell = next(c for c in r["cases"][0]["cells"] if c["step"] == "6")
+    cell.update(verdict="FAIL", reason="canary still reachable")
+    (new / "result.json").write_text(json.dumps(r))
+    assert main(["diff", str(old), str(new)]) == 1
+    text = capsys.readouterr().out
+    assert "| regression | reference | 1.0 → 1.1 | inprocess | identifier-locker-code | 6 | PASS → FAIL |" in text
+    assert main(["verify", str(new)]) == 1  # the forged cell does not re-derive
+
+
+def test_diff_refuses_to_compare_different_setups(tmp_path, capsys):
+    out = tmp_path / "results"
+    assert main(["run", "--system", "notes", "--runtime", "inprocess", "--out", str(out)]) == 0
+    assert main(["run", "--system", "notes", "--runtime", "inprocess", "--seed", "3", "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(out), str(tmp_path / "b")]) == 0
+    text = capsys.readouterr().out
+    assert "not compared" in text and "Nothing was comparable." in text
+
+
+def test_verify_of_an_empty_folder_says_what_to_do(tmp_path, capsys):
+    assert main(["verify", str(tmp_path)]) == 2
+    assert "run `memmatrix run` first" in capsys.readouterr().err

@@ -1,0 +1,30 @@
+"""Two runs of a deterministic system give the same transcript hash, whatever the runtime."""
+
+import json
+
+from helpers import run
+
+
+def transcript_sha(run_dir):
+    return json.loads((run_dir / "result.json").read_text())["transcript"]["sha256"]
+
+
+def test_same_system_twice_same_hash(config, tmp_path):
+    a = run(config, "reference", tmp_path / "a")
+    b = run(config, "reference", tmp_path / "b")
+    assert transcript_sha(a) == transcript_sha(b)
+    assert (a / "transcript.jsonl").read_bytes() == (b / "transcript.jsonl").read_bytes()
+
+
+def test_inprocess_and_embedded_give_the_same_transcript(config, tmp_path):
+    a = run(config, "reference", tmp_path / "a", runtime="inprocess")
+    b = run(config, "reference", tmp_path / "b", runtime="embedded")
+    assert transcript_sha(a) == transcript_sha(b)
+
+
+def test_the_transcript_names_no_path_of_this_machine(config, tmp_path):
+    out = run(config, "reference", tmp_path / "a", runtime="embedded")
+    text = (out / "transcript.jsonl").read_text() + (out / "result.json").read_text()
+    assert str(tmp_path) not in text
+    assert str(config.home) not in text
+    assert str(config.cache_dir) not in text

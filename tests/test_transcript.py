@@ -1,0 +1,22 @@
+from memmatrix.transcript import Normalizer, Transcript
+
+
+def test_ids_are_renumbered_in_order_of_first_appearance():
+    n = Normalizer()
+    out = n({"ids": ["4e8b6359-1111-2222-3333-444455556666", "m7"],
+             "items": [{"id": "m7", "text": "deleted 4E8B6359-1111-2222-3333-444455556666 today"}]})
+    assert out == {"ids": ["~1", "~2"], "items": [{"id": "~2", "text": "deleted ~1 today"}]}
+
+
+def test_volatile_fields_and_secrets_are_replaced():
+    n = Normalizer(volatile_fields=frozenset({"created_at"}))
+    out = n({"created_at": "2026-11-29T10:00:00", "api_key": "sk-live-123", "config": {"password": "x"}, "at": "t"})
+    assert out == {"created_at": "~volatile", "api_key": "~redacted", "config": {"password": "~redacted"}, "at": "t"}
+
+
+def test_transcript_text_is_canonical_and_hash_stable():
+    a, b = Transcript(), Transcript()
+    a.add({"b": 1, "a": "é"})
+    b.add({"a": "é", "b": 1})
+    assert a.text() == '{"a":"é","b":1}\n'
+    assert a.sha256() == b.sha256()
