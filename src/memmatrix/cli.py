@@ -7,6 +7,7 @@ regression); 2 something the user must fix (the message names it and the fix).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
     from .artifacts import clean_stale
 
     protocols = [get_protocol(p) for item in ns.protocol for p in item.split(",")]
-    specs = [resolve_system(s, config) for s in _systems(config, ns.system)]
+    specs = [resolve_system(s, config, python=ns.python) for s in _systems(config, ns.system)]
     if ns.cases and len(protocols) > 1:
         raise MemmatrixError("--cases names one case file, so give exactly one --protocol with it")
     loaded = {p.name: load_cases(Path(ns.cases) if ns.cases else default_case_file(config, p.name), config, p)
@@ -125,6 +126,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--cases", metavar="FILE", help="case file (default: the newest cases/<protocol>/*.json)")
     r.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
     r.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
+    r.add_argument("--python", metavar="PATH",
+                   help="interpreter for an adapter given as PATH.py:CLASS (default: the one running memmatrix)")
     r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("verify", help="re-derive every result from its transcript; exit 1 on any difference")
@@ -152,8 +155,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate(signum, frame):
+    raise KeyboardInterrupt  # unwinds through every runtime's finally: nothing is left running
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
     if getattr(ns, "protocol", None) is None and ns.command == "run":
         ns.protocol = ["deletion"]
     try:

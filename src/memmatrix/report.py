@@ -59,18 +59,19 @@ def render(paths: list[Path], title: str = "memmatrix report") -> str:
         out += ["", "<details><summary>Steps</summary>", ""]
         out += [f"- **{s['key']} {s['name']}**: {s['title']}" for s in steps]
         out += ["", "</details>", ""]
-        reasons = []
         for path, r in runs:
             s = r["stamp"]
-            who = f"{s['system']['name']} {s['system']['version']} ({s['runtime']['name']})"
+            lines = []
             for case in r["cases"]:
                 for cell in case["cells"]:
                     if cell["verdict"] in ("FAIL", "ERROR"):
                         name = next(st["name"] for st in steps if st["key"] == cell["step"])
-                        reasons.append(f"- {who} · `{case['id']}` · step {cell['step']} {name}: "
-                                       f"**{cell['verdict']}**: {_escape(cell['reason'])}")
-            for finding in r.get("findings", []):
-                reasons.append(f"- {who} · finding: {_escape(finding)}")
-        if reasons:
-            out += ["### Why", ""] + reasons + [""]
+                        lines.append(f"- `{case['id']}` · step {cell['step']} {name}: **{cell['verdict']}**: "
+                                     f"{_escape(cell['reason'])}")
+            lines += [f"- finding: {_escape(f)}" for f in r.get("findings", [])]
+            if lines:
+                counts = {v: sum(c["verdict"] == v for case in r["cases"] for c in case["cells"]) for v in ("FAIL", "ERROR")}
+                out += [f"<details><summary>Why: {s['system']['name']} {s['system']['version']} "
+                        f"({s['runtime']['name']}): {counts['FAIL']} FAIL, {counts['ERROR']} ERROR</summary>", "",
+                        *lines, "", f"Artifact: `{path.parent}`", "", "</details>", ""]
     return "\n".join(out).rstrip() + "\n"

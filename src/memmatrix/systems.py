@@ -22,6 +22,7 @@ class SystemSpec:
     folder: Path | None       # systems/<name>/, None for an ad-hoc adapter
     meta: dict = field(default_factory=dict)   # the parsed system.yaml
     lock: Path | None = None
+    python: str | None = None  # interpreter for an ad-hoc adapter (--python)
 
     @property
     def version_meta(self) -> dict:
@@ -68,7 +69,7 @@ def load_system_yaml(folder: Path, config: Config) -> dict:
     return meta
 
 
-def resolve_system(text: str, config: Config) -> SystemSpec:
+def resolve_system(text: str, config: Config, python: str | None = None) -> SystemSpec:
     """``name``, ``name@version`` (a folder under systems/) or ``path/to/adapter.py:Class``."""
     if ".py:" in text:
         try:
@@ -77,7 +78,11 @@ def resolve_system(text: str, config: Config) -> SystemSpec:
             raise SystemNotFound(str(exc)) from None
         if not path.is_file():
             raise SystemNotFound(f"adapter file {str(path)!r} does not exist; give path/to/adapter.py:ClassName")
-        return SystemSpec(name=cls.lower(), version="", adapter=f"{path.resolve()}:{cls}", folder=None)
+        if python and not Path(python).is_file():
+            raise SystemNotFound(f"--python {python} does not exist; give the interpreter of your system's environment")
+        return SystemSpec(name=cls.lower(), version="", adapter=f"{path.resolve()}:{cls}", folder=None, python=python)
+    if python:
+        raise SystemNotFound(f"--python applies to an adapter given as path.py:Class; {text!r} brings its own environment")
     name, _, version = text.partition("@")
     folder = config.systems_dir / name
     if not (folder / "system.yaml").is_file():

@@ -55,7 +55,7 @@ def env_key(spec: SystemSpec, python: str) -> str:
 def environment_python(spec: SystemSpec, config: Config) -> str:
     """The interpreter of the system's environment, creating the environment on first use."""
     if spec.folder is None:
-        return sys.executable  # an ad-hoc adapter runs with the interpreter it was given (--python)
+        return spec.python or sys.executable  # an ad-hoc adapter runs with the interpreter it was given
     python = base_python(spec)
     root = config.cache_dir / "envs"
     root.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,51 @@
+"""Killing a run midway leaves no process and no half-written result."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ADAPTERS, ROOT
+
+
+def processes_mentioning(text: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_killed_run_stops_its_adapter_and_writes_nothing(tmp_path, sig):
+    out = tmp_path / "out"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp_path / "cache"),
+           "MEMMATRIX_CALL_TIMEOUT": "120", "TMPDIR": str(scratch)}
+    run = subprocess.Popen([sys.executable, "-m", "memmatrix", "run", "--system",
+                            f"{ADAPTERS / 'misbehaving.py'}:HangsAfterForget", "--out", str(out)],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not processes_mentioning(str(scratch)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_mentioning(str(scratch)), "the adapter server never started"
+    time.sleep(1.5)  # let the run reach the hanging door call
+    run.send_signal(sig)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    assert "interrupted" in err
+    time.sleep(0.5)
+    assert processes_mentioning(str(scratch)) == []
+    assert not list(out.rglob("result.json")) and not list(out.rglob(".*staging*"))
+    assert list(scratch.iterdir()) == []  # the runtime's scratch folder is gone too
