@@ -37,7 +37,7 @@ class MinimalAdapter:
                 "recall": {"support": "supported"},
                 "forget": {"support": "supported"},
                 "update": unsupported, "run_background_jobs": unsupported, "audit": unsupported,
-                "share": unsupported,
+                "share": unsupported, "import_history": unsupported,
                 "probe": {"support": "supported"},
             },
             "doors": [{"name": "prompt", "description": "the text put in front of the model"}],

@@ -10,6 +10,7 @@ from conftest import ROOT
 from helpers import run
 from memmatrix.cli import parser
 from memmatrix.config import VARIABLES
+from memmatrix.model.settings import VARIABLES as MODEL_VARIABLES
 from memmatrix.systems import known_systems, load_system_yaml
 from memmatrix.verify import verify_result
 
@@ -37,7 +38,7 @@ def test_every_command_and_variable_is_documented():
     for name, sub in commands.items():
         assert f"`memmatrix {name}" in README, f"README does not document `memmatrix {name}`"
         assert sub.description or sub.format_help()
-    for var in VARIABLES:
+    for var in {**VARIABLES, **MODEL_VARIABLES}:
         assert f"`{var}`" in README, f"README does not document {var}"
 
 

@@ -34,7 +34,7 @@ def test_a_killed_run_stops_its_adapter_and_writes_nothing(tmp_path, sig):
     env = {**os.environ, "MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp_path / "cache"),
            "MEMMATRIX_CALL_TIMEOUT": "120", "TMPDIR": str(scratch)}
     run = subprocess.Popen([sys.executable, "-m", "memmatrix", "run", "--system",
-                            f"{ADAPTERS / 'misbehaving.py'}:HangsAfterForget", "--out", str(out)],
+                            f"{ADAPTERS / 'misbehaving.py'}:HangsAfterForget", "--protocol", "deletion", "--out", str(out)],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while not processes_mentioning(str(scratch)) and time.monotonic() < deadline:

@@ -15,7 +15,7 @@ An adapter is a plain class. It needs no base class and imports nothing from mem
         def write(self, scope, at, messages): ...
         def door(self, query, scope, door, at): ...
         # optional: settle, recall, forget, update, run_background_jobs,
-        #           probe, audit, share, close
+        #           probe, audit, share, import_history, close
 
 Every operation it defines must take exactly the parameters listed in OPERATIONS;
 a mismatch is reported when the adapter is loaded, naming the method and the fix.
@@ -51,6 +51,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "probe": ("store", "scope", "needle"),
     "audit": ("scope",),
     "share": ("scope", "to_scope", "at", "text"),
+    "import_history": ("scope", "at", "messages"),
 }
 #: Operations every adapter must define.
 REQUIRED = ("capabilities", "reset", "write", "door")

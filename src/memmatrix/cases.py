@@ -48,17 +48,27 @@ def default_case_file(config: Config, protocol: str) -> Path:
     return files[-1]
 
 
-def load_cases(path: Path, config: Config, protocol: EvalProtocol) -> CaseFile:
-    """Read, hash and validate a case file; every problem is reported, by case and op."""
-    path = Path(path)
+def _read(path: Path) -> tuple[bytes, dict]:
     try:
-        raw = path.read_bytes()
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise CaseFileError(f"case file {path} cannot be read ({exc.strerror}); check the --cases path") from None
     try:
-        data = json.loads(raw)
+        return raw, json.loads(raw)
     except json.JSONDecodeError as exc:
         raise CaseFileError(f"case file {path} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+
+
+def read_case_json(path: Path) -> dict:
+    """The parsed case file, without validation (to learn which protocol it is for)."""
+    data = _read(path)[1]
+    return data if isinstance(data, dict) else {}
+
+
+def load_cases(path: Path, config: Config, protocol: EvalProtocol) -> CaseFile:
+    """Read, hash and validate a case file; every problem is reported, by case and op."""
+    path = Path(path)
+    raw, data = _read(path)
     problems = schemas.errors(config.schemas_dir, "cases", data)
     if not problems:
         if data["protocol"] != protocol.name:

@@ -32,12 +32,18 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
     from .systems import resolve_system
     from .artifacts import clean_stale
 
-    protocols = [get_protocol(p) for item in ns.protocol for p in item.split(",")]
+    if ns.protocol is None and ns.cases:  # a case file names its protocol
+        from .cases import read_case_json
+        ns.protocol = [read_case_json(Path(ns.cases)).get("protocol", "")]
+    names = [p for item in (ns.protocol or protocol_names()) for p in item.split(",")]
+    protocols = [get_protocol(p) for p in names]
     specs = [resolve_system(s, config, python=ns.python) for s in _systems(config, ns.system)]
     if ns.cases and len(protocols) > 1:
         raise MemmatrixError("--cases names one case file, so give exactly one --protocol with it")
     loaded = {p.name: load_cases(Path(ns.cases) if ns.cases else default_case_file(config, p.name), config, p)
               for p in protocols}
+    from .model import GatewaySettings
+    gateway = GatewaySettings.from_env()
     out = Path(ns.out)
     clean_stale(out) if out.exists() else None
     failures = []
@@ -47,7 +53,8 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
             print(f"memmatrix: running {label}", file=sys.stderr, flush=True)
             try:
                 where = execute(RunRequest(spec=spec, protocol=protocol, cases=loaded[protocol.name],
-                                           runtime=ns.runtime, out=out, seed=ns.seed), config)
+                                           runtime=ns.runtime, out=out, seed=ns.seed, gateway=gateway,
+                                           judge=not ns.no_judge), config)
             except MemmatrixError as exc:
                 failures.append(f"{label}: {exc}")
                 print(f"memmatrix: {label} could not run: {exc}", file=sys.stderr, flush=True)
@@ -104,6 +111,21 @@ def cmd_systems(ns: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_model(ns: argparse.Namespace, config: Config) -> int:
+    import json
+    import time
+    from .model import Gateway, GatewaySettings
+    settings = GatewaySettings.from_env()
+    case_files = [json.loads(Path(f).read_text(encoding="utf-8")) for f in ns.cases]
+    with Gateway(settings, case_files, host=ns.host, port=ns.port) as gw:
+        print(f"memmatrix model gateway ({settings.mode}) listening on {gw.url}", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            return 0
+
+
 def cmd_check_cases(ns: argparse.Namespace, config: Config) -> int:
     from .cases import load_cases
     from .protocols import get_protocol
@@ -121,11 +143,13 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--system", action="append", metavar="NAME[@VERSION]|PATH.py:CLASS",
                    help="a system under systems/, or any adapter file; repeatable; default: every system")
     r.add_argument("--protocol", action="append", default=None, metavar="NAME",
-                   help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: deletion")
+                   help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: all of them")
     r.add_argument("--runtime", default="embedded", choices=RUNTIMES, help="where adapters run (default: embedded)")
     r.add_argument("--cases", metavar="FILE", help="case file (default: the newest cases/<protocol>/*.json)")
     r.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
     r.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
+    r.add_argument("--no-judge", action="store_true",
+                   help="never consult the pinned judge: hygiene a system leaves unqualified becomes SKIP")
     r.add_argument("--python", metavar="PATH",
                    help="interpreter for an adapter given as PATH.py:CLASS (default: the one running memmatrix)")
     r.set_defaults(func=cmd_run)
@@ -148,6 +172,13 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("systems", help="list the systems under systems/")
     s.set_defaults(func=cmd_systems)
 
+    m = sub.add_parser("model", help="serve the model gateway (oracle, proxy or replay) on loopback")
+    m.add_argument("action", choices=["serve"])
+    m.add_argument("--host", default="127.0.0.1")
+    m.add_argument("--port", type=int, default=8790)
+    m.add_argument("--cases", nargs="*", default=[], metavar="FILE", help="case files whose gold the oracle answers from")
+    m.set_defaults(func=cmd_model)
+
     c = sub.add_parser("check-cases", help="validate a case file against its schema and protocol rules")
     c.add_argument("file", metavar="FILE")
     c.add_argument("--protocol", default="deletion", help="the protocol the file is for (default: deletion)")
@@ -162,8 +193,6 @@ def _terminate(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     ns = parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
-    if getattr(ns, "protocol", None) is None and ns.command == "run":
-        ns.protocol = ["deletion"]
     try:
         return ns.func(ns, Config.from_env())
     except MemmatrixError as exc:

@@ -14,6 +14,8 @@ from .capabilities import Capabilities
 from .clock import HarnessClock
 from .protocols.observe import sight
 from .protocols.base import OpRecords
+from .judge import Judge
+from .tokens import found_in
 from .wire import AdapterClient
 
 
@@ -24,11 +26,14 @@ class RunSettings:
 
 
 class CaseInterpreter:
-    def __init__(self, client: AdapterClient, caps: Capabilities, clock_spec: dict, settings: RunSettings):
+    def __init__(self, client: AdapterClient, caps: Capabilities, clock_spec: dict, settings: RunSettings,
+                 judge: Judge | None = None):
         self.client = client
         self.caps = caps
         self.clock_spec = clock_spec
         self.settings = settings
+        self.judge = judge
+        self.times: dict[str, str] = {}
 
     def run(self, case: dict) -> None:
         tr = self.client.transcript
@@ -43,6 +48,8 @@ class CaseInterpreter:
             tr.add({"kind": "op", "case": case["id"], "index": index, "step": str(spec["step"]), "spec": spec,
                     "at": self.clock.now()})
             ctx = {"case": case["id"], "index": index, "step": str(spec["step"])}
+            if "id" in spec:
+                self.times[spec["id"]] = self.clock.now()
             getattr(self, f"_op_{spec['op']}")(spec, ctx)
 
     # ---------------------------------------------------------------- helpers
@@ -65,6 +72,14 @@ class CaseInterpreter:
         self.client.call("write", {"scope": self._scope(spec["scope"]), "at": self.clock.now(),
                                    "messages": spec["messages"]}, ctx)
         self.clock.advance()
+
+    def _op_import(self, spec: dict, ctx: dict) -> None:
+        if self._supported("import_history", ctx):
+            at = self.times.get(spec["at_of"], self.clock.now()) if "at_of" in spec else self.clock.now()
+            self.client.call("import_history", {"scope": self._scope(spec["scope"]), "at": at,
+                                                "messages": spec["messages"]}, ctx)
+            if "at_of" not in spec:
+                self.clock.advance()
 
     def _op_settle(self, spec: dict, ctx: dict) -> None:
         self._settle(ctx)
@@ -110,7 +125,55 @@ class CaseInterpreter:
             for name in spec["targets"]:
                 t = self.case["targets"][name]
                 needle = {"token": t["token"], "text": t.get("fact") or t["token"]}
-                self.client.call("probe", {"store": store, "scope": self._scope(spec["scope"]), "needle": needle}, ctx)
+                ok, result = self.client.call("probe", {"store": store, "scope": self._scope(spec["scope"]),
+                                                        "needle": needle}, ctx)
+                if ok and spec.get("stale") == name and found_in(result, t["token"]):
+                    text = "\n".join(result["evidence"] + [i["text"] for i in result.get("items", [])])
+                    self._judge(ctx, {"store": store}, f"(derived store {store})", name, text)
+
+    def _op_assess(self, spec: dict, ctx: dict) -> None:
+        """Ask every door the asked targets' questions and the history questions; judge stale mentions."""
+        targets = self.case["targets"]
+        queries = [q for n in spec.get("ask", []) for q in targets[n]["queries"]]
+        queries += [q for n in spec.get("history", []) for q in targets[n].get("history_queries", [])]
+        queries = list(dict.fromkeys(queries))
+        polled = self.caps.support("settle") == "unsupported" and spec.get("expect")
+        deadline = time.monotonic() + self.settings.settle_timeout_s
+        poll = 0
+        while True:
+            pctx = {**ctx, "poll": poll} if polled else ctx
+            scope, at = self._scope(spec["scope"]), self.clock.now()
+            start = len(self.client.transcript.records)
+            for door in self.caps.doors:
+                for q in queries:
+                    self.client.call("door", {"query": q, "scope": scope, "door": door, "at": at}, pctx)
+            calls = self.client.transcript.records[start:]
+            done = not polled or all(sight(OpRecords(ctx["index"], ctx["step"], spec, calls=calls), targets[n]).served
+                                     for n in spec["expect"])
+            if done or time.monotonic() >= deadline or self.client.unavailable:
+                break
+            poll += 1
+            time.sleep(self.settings.poll_interval_s)
+        stale = spec.get("stale")
+        if stale:
+            own = set(targets[stale]["queries"])
+            for call in calls:
+                if "result" in call and call["args"]["query"] in own and found_in(call["result"], targets[stale]["token"]):
+                    self._judge(pctx, {"door": call["args"]["door"], "query": call["args"]["query"]},
+                                call["args"]["query"], stale, call["result"]["text"])
+
+    def _judge(self, ctx: dict, where: dict, question: str, stale: str, text: str) -> None:
+        if self.judge is None:
+            return
+        targets = self.case["targets"]
+        current = targets.get("current", {}).get("token")
+        body = self.judge.request(question, targets[stale]["token"], current, text)
+        if self.client.on_call is not None:
+            self.client.on_call(ctx, "judge")
+        ok, answer = self.judge.judge(body)
+        rec = {**ctx, "kind": "judge", **where, "target": stale, "request": body}
+        rec["result" if ok else "error"] = answer
+        self.client.transcript.add(rec)
 
     def _op_expect(self, spec: dict, ctx: dict) -> None:
         """Ask every door (and the raw recall) each target's questions; absent targets also by token.

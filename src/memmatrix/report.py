@@ -47,18 +47,39 @@ def render(paths: list[Path], title: str = "memmatrix report") -> str:
         out += [f"## {protocol} protocol {pversion}", "",
                 f"Dataset {dversion} (sha256 `{dsha[:12]}`), model: {mode}{f' `{model}`' if model else ''}. "
                 f"Each cell counts the cases per verdict; `n/a` means the system does not support the step.", ""]
-        out.append("| system | version | runtime | " + " | ".join(f"{s['key']} {s['name']}" for s in steps) + " |")
+        heads = [s["key"] if s["key"] == s["name"] else f"{s['key']} {s['name']}" for s in steps]
+        out.append("| system | version | runtime | " + " | ".join(heads) + " |")
         out.append("|---|---|---|" + "---|" * len(steps))
         runs.sort(key=lambda pr: (pr[1]["stamp"]["system"]["name"], pr[1]["stamp"]["system"]["version"],
                                   pr[1]["stamp"]["runtime"]["name"]))
+        judged_any = False
         for _, r in runs:
             s = r["stamp"]
-            cells = [cell_text([c["cells"][i]["verdict"] for c in r["cases"]]) for i in range(len(steps))]
+            cells = []
+            for i in range(len(steps)):
+                column = [c["cells"][i] for c in r["cases"]]
+                judged = any(c.get("method") == "judged" for c in column)
+                judged_any |= judged
+                cells.append(cell_text([c["verdict"] for c in column]) + (" (judged)" if judged else ""))
             out.append(f"| {s['system']['name']} | {s['system']['version']} | {s['runtime']['name']} | "
                        + " | ".join(cells) + " |")
+        if judged_any:
+            judge = next((r["stamp"].get("judge") for _, r in runs if r["stamp"].get("judge")), None) or {}
+            out += ["", f"(judged): at least one case in that cell was decided by the pinned judge "
+                        f"`{judge.get('model')}` (prompt `{judge.get('prompt')}`, temperature 0), because the system "
+                        "exposes no qualifier on what it injects (ʲ in the case tables); every other cell is mechanical."]
         out += ["", "<details><summary>Steps</summary>", ""]
         out += [f"- **{s['key']} {s['name']}**: {s['title']}" for s in steps]
         out += ["", "</details>", ""]
+        for _, r in runs:
+            s = r["stamp"]
+            out += [f"<details><summary>Cases: {s['system']['name']} {s['system']['version']} "
+                    f"({s['runtime']['name']})</summary>", "",
+                    "| case | shape | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(steps)]
+            for case in r["cases"]:
+                marks = [SHORT[c["verdict"]] + ("ʲ" if c.get("method") == "judged" else "") for c in case["cells"]]
+                out.append(f"| {case['id']} | {case['shape']} | " + " | ".join(marks) + " |")
+            out += ["", "</details>", ""]
         for path, r in runs:
             s = r["stamp"]
             lines = []

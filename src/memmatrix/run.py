@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .artifacts import result_dir, write_run
-from .canon import sha256_file
+from .canon import sha256_bytes, sha256_file
 from .capabilities import Capabilities, check_capabilities
 from .cases import CaseFile
 from .config import Config
-from .errors import AdapterError
+from .errors import AdapterError, RuntimeFailure
+from .judge import Judge
+from .model import Gateway, GatewaySettings
 from .interpreter import CaseInterpreter, RunSettings
 from .protocols import EvalProtocol
 from .runtimes import start_runtime
@@ -31,7 +33,8 @@ class RunRequest:
     out: Path
     seed: int = 0
     runtime_config: dict = field(default_factory=dict)
-    model: dict = field(default_factory=lambda: {"mode": "none", "id": None, "oracle_version": None})
+    gateway: GatewaySettings = field(default_factory=GatewaySettings)
+    judge: bool = True  # protocols that need a judge get one through the gateway unless this is off
 
 
 def portable(path: Path, home: Path) -> str:
@@ -80,15 +83,28 @@ def execute(req: RunRequest, config: Config) -> Path:
     transcript.add({"kind": "run", "protocol": {"name": req.protocol.name, "version": req.protocol.version},
                     "dataset": {"version": req.cases.version, "sha256": req.cases.sha256},
                     "system": {"name": req.spec.name, "version": req.spec.version}})
-    with start_runtime(req.runtime, req.spec, config, req.runtime_config) as runtime:
-        client = AdapterClient(runtime.endpoint, transcript, config.schemas_dir, config.call_timeout_s)
-        caps, checked = _start(client, req)
-        settings = RunSettings(settle_timeout_s=config.settle_timeout_s)
-        for case in req.cases.cases:
-            CaseInterpreter(client, checked, req.cases.data["clock"], settings).run(case)
-        runtime_facts = runtime.describe()
-        findings = findings_of(caps, client)
-        adapter_ms = client.stats.summary()
+    with Gateway(req.gateway, [req.cases.data]) as gw:
+        model = {"base_url": gw.url, "api_key": "sk-memmatrix-gateway", **gw.models()}
+        judge = Judge(gw.url, gw.identity()["id"]) if req.judge and req.protocol.uses_judge else None
+        with start_runtime(req.runtime, req.spec, config, {**req.runtime_config, "model": model}) as runtime:
+            client = AdapterClient(runtime.endpoint, transcript, config.schemas_dir, config.call_timeout_s)
+            client.on_call = lambda ctx, op: gw.recorder.set_context(
+                {"case": ctx.get("case"), "index": ctx.get("index"), "call": op})
+            caps, checked = _start(client, req)
+            settings = RunSettings(settle_timeout_s=config.settle_timeout_s)
+            for case in req.cases.cases:
+                CaseInterpreter(client, checked, req.cases.data["clock"], settings, judge).run(case)
+            runtime_facts = runtime.describe()
+            findings = findings_of(caps, client)
+            adapter_ms = client.stats.summary()
+        model_text, cost, model_latency = gw.recorder.text(), gw.recorder.cost(), gw.recorder.latency()
+        findings += gateway_findings(gw, cost)
+        identity = gw.identity()
+    if req.gateway.mode == "proxy" and cost["total"]["llm_calls"] + cost["total"]["embedding_calls"] + \
+            cost["total"]["errors"] > 0 and gw.upstream["ok"] == 0:
+        raise RuntimeFailure(f"the run was configured for the real model {identity['id']} at "
+                             f"{req.gateway.upstream_url} but never reached it ({gw.upstream['first_error']}); "
+                             "no result was written")
 
     cases = score_transcript(req.protocol, transcript.records)
     # an ad-hoc adapter (path.py:Class) is named by what it declares; a systems/ folder by its folder
@@ -103,7 +119,8 @@ def execute(req: RunRequest, config: Config) -> Path:
                    "adapter_sha256": sha256_file(req.spec.adapter_file), "lock_sha256": req.spec.lock_sha256,
                    "upstream": req.spec.meta.get("upstream"), "image_digests": image, "compose_sha256": compose_sha},
         "runtime": runtime_facts,
-        "model": req.model,
+        "model": identity,
+        "judge": judge.identity() if judge else None,
         "protocol": {"name": req.protocol.name, "version": req.protocol.version},
         "dataset": {"path": portable(req.cases.path, config.home), "version": req.cases.version,
                     "sha256": req.cases.sha256},
@@ -114,7 +131,7 @@ def execute(req: RunRequest, config: Config) -> Path:
         "normalization": {**NORMALIZATION, "volatile_fields_declared": sorted(caps.get("volatile_fields", []))},
     }
     stamp["fingerprint"] = fingerprint(stamp)
-    text = transcript.text()
+    files = {"transcript.jsonl": transcript.text()}
     result = {
         "kind": "memmatrix.result", "schema_version": 1, "stamp": stamp,
         "capabilities": next(r["result"] for r in transcript.records if r.get("call") == "capabilities"),
@@ -123,8 +140,28 @@ def execute(req: RunRequest, config: Config) -> Path:
         "cases": cases,
         "summary": summarize(req.protocol, cases),
         "findings": findings,
-        "timings": {"wall_s": round(time.monotonic() - t0, 3), "adapter_ms": adapter_ms},
+        "timings": {"wall_s": round(time.monotonic() - t0, 3), "adapter_ms": adapter_ms, "model": model_latency},
+        "cost": cost,
     }
+    if model_text:
+        files["model-transcript.jsonl"] = model_text
+        result["model_transcript"] = {"file": "model-transcript.jsonl", "sha256": sha256_bytes(model_text.encode()),
+                                      "records": model_text.count("\n")}
     target = result_dir(req.out, req.protocol.name, name, version, req.runtime)
-    return write_run(target, result, {"transcript.jsonl": text}, config.schemas_dir)
+    return write_run(target, result, files, config.schemas_dir)
 
+
+def gateway_findings(gw: Gateway, cost: dict) -> list[str]:
+    found = []
+    total = cost["total"]
+    if total["unmatched"]:
+        found.append(f"the oracle matched no gold fact for {total['unmatched']} model call(s); they got well-formed "
+                     "empty answers (see matched=false in model-transcript.jsonl)")
+    if gw.upstream["errors"]:
+        found.append(f"{gw.upstream['errors']} upstream model call(s) failed: {gw.upstream['first_error']}")
+    if gw.upstream["replay_misses"]:
+        found.append(f"{gw.upstream['replay_misses']} model request(s) were not in the recording: "
+                     f"{gw.upstream['first_error']}")
+    if total["errors"] and not (gw.upstream["errors"] or gw.upstream["replay_misses"]):
+        found.append(f"{total['errors']} model call(s) failed inside the gateway")
+    return found

@@ -57,6 +57,17 @@ def verify_result(path: Path, config: Config) -> list[str]:
     actual = sha256_file(transcript)
     if actual != result["transcript"]["sha256"]:
         problems.append(f"transcript sha256 is {actual}, the result records {result['transcript']['sha256']}")
+    mt = result.get("model_transcript")
+    if mt is not None:
+        mpath = path.parent / mt["file"]
+        if not mpath.is_file():
+            problems.append(f"the model transcript {mt['file']} named by the result is missing")
+        else:
+            if sha256_file(mpath) != mt["sha256"]:
+                problems.append(f"model transcript sha256 is {sha256_file(mpath)}, the result records {mt['sha256']}")
+            lines = sum(1 for _ in open(mpath, encoding="utf-8"))
+            if lines != mt["records"]:
+                problems.append(f"the model transcript has {lines} records, the result records {mt['records']}")
     try:
         records = read_lines(transcript)
     except (ValueError, OSError) as exc:

@@ -153,6 +153,7 @@ class AdapterClient:
         self.timeout_s = timeout_s
         self.stats = CallStats()
         self.unavailable: str | None = None
+        self.on_call = None  # hook told (context, operation) before each call: the model gateway tags its records
         self._calls = 0
 
     def call(self, op: str, args: dict, context: dict, timeout_s: float | None = None) -> tuple[bool, Any]:
@@ -161,6 +162,8 @@ class AdapterClient:
         try:
             if self.unavailable:
                 raise CallError("unavailable", self.unavailable)
+            if self.on_call is not None:
+                self.on_call(context, op)
             t0 = time.perf_counter()
             try:
                 result = self.endpoint.call(op, args, timeout_s or self.timeout_s)

@@ -69,10 +69,12 @@ class AppendAdapter:
                 "probe": {"support": "supported"},
                 "audit": {"support": "supported"},
                 "share": {"support": "supported"},
+                "import_history": {"support": "supported"},
             },
             "doors": [{"name": "context", "description": "top records by word overlap, the summary, and the recent conversation"}],
             "stores": [
-                {"name": "event-log", "kind": "log", "description": "append-only log of every write, forget and share"},
+                {"name": "event-log", "kind": "log", "role": "primary",
+                 "description": "append-only log of every write, forget and share"},
                 {"name": "recent-buffer", "kind": "buffer", "description": "the last messages of the scope"},
                 {"name": "summary", "kind": "text", "description": "nightly summary of the scope"},
             ],
@@ -93,6 +95,10 @@ class AppendAdapter:
         buffer = self._state("buffer", scope, []) + [f"{m['role']}: {m['content']}" for m in messages]
         self._put("buffer", scope, buffer[-BUFFER:])
         return {"ids": ids}
+
+    def import_history(self, scope: str, at: str, messages: list) -> dict:
+        """A transcript import: the same log, appended to like any write."""
+        return {**self.write(scope, at, messages), "path": "transcript import"}
 
     def settle(self, timeout_s: float) -> dict:
         return {"quiescent": True, "detail": "writes are synchronous"}

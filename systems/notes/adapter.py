@@ -57,9 +57,11 @@ class NotesAdapter:
                 "probe": {"support": "supported"},
                 "audit": no("a notes file keeps no record of its edits"),
                 "share": no("a notes file cannot be shared with another scope"),
+                "import_history": no("a notes file has one write path: appending lines"),
             },
             "doors": [{"name": "grep", "description": "matching lines, most matching words first, as a markdown list"}],
-            "stores": [{"name": "notes-file", "kind": "text", "description": "the markdown file of the scope"}],
+            "stores": [{"name": "notes-file", "kind": "text", "role": "primary",
+                        "description": "the markdown file of the scope"}],
             "background_jobs": [],
         }
 

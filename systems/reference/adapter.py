@@ -1,22 +1,50 @@
-"""reference: the adapter of refmemory, the positive control (see refmemory.py)."""
+"""reference: the adapter of refmemory, the positive control (see refmemory.py).
+
+It extracts facts through the model gateway (config["model"]), speaking the
+``memmatrix-extract/v1`` dialect: in oracle mode that is a perfect extractor, in proxy
+mode a real model.
+"""
 
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 
 from adapterkit import contains
 from refmemory import RefMemory
 
-TOP = 5
+TOP = 8
 VECTOR_PRESENT = 0.9   # cosine similarity at which the vector index still holds the needle
+EXTRACT = """memmatrix-extract/v1
+Extract every fact the user states in the conversation. Answer with JSON only:
+{"facts": [{"subject": str, "attribute": str, "value": str, "statement": "the fact as one sentence",
+  "intent": "assert" | "supersede" | "retract", "replaces": "the value it supersedes, if any",
+  "valid_from": "ISO time or omitted", "valid_to": "ISO time the fact stops holding, or omitted"}]}"""
 
 
 class ReferenceAdapter:
     def __init__(self, config: dict):
+        model = config.get("model")
+        if not model:
+            raise RuntimeError("the reference system extracts through the model gateway: config['model'] is missing; "
+                               "run it with memmatrix, which starts the gateway")
+        self.model = model
         root = Path(config["data_dir"]) / "reference"
         root.mkdir(parents=True, exist_ok=True)
         self.mem = RefMemory(root, int(config.get("seed", 0)))
+
+    def _extract(self, messages: list) -> list[dict]:
+        convo = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+        body = {"model": self.model["chat_model"], "temperature": 0, "response_format": {"type": "json_object"},
+                "messages": [{"role": "system", "content": EXTRACT}, {"role": "user", "content": convo}]}
+        req = urllib.request.Request(f"{self.model['base_url']}/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {self.model['api_key']}"})
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            content = json.loads(resp.read())["choices"][0]["message"]["content"]
+        facts = json.loads(content or "{}").get("facts", [])
+        return [f for f in facts if isinstance(f, dict) and all(f.get(k) for k in ("subject", "attribute", "value"))]
 
     def capabilities(self) -> dict:
         return {
@@ -25,58 +53,64 @@ class ReferenceAdapter:
                 "settle": {"support": "supported"},
                 "recall": {"support": "supported"},
                 "forget": {"support": "supported"},
-                "update": {"support": "unsupported", "reason": "corrections are new writes"},
+                "update": {"support": "unsupported", "reason": "corrections are new writes: validity closes, nothing is overwritten"},
                 "run_background_jobs": {"support": "supported"},
                 "probe": {"support": "supported"},
                 "audit": {"support": "supported"},
                 "share": {"support": "supported"},
+                "import_history": {"support": "supported"},
             },
             "doors": [{"name": "prompt", "description": "the memory block injected into the model's prompt"}],
             "stores": [
-                {"name": "facts", "kind": "text", "description": "fact sentences"},
+                {"name": "facts", "kind": "text", "role": "primary", "description": "facts with validity"},
                 {"name": "vectors", "kind": "vector", "description": "feature-hashed vectors, nearest neighbour on the needle"},
-                {"name": "summaries", "kind": "text", "description": "per-scope summaries with their source ids"},
-                {"name": "audit-log", "kind": "log", "description": "mutation events"},
+                {"name": "summaries", "kind": "text", "description": "per-scope profile with its source ids"},
+                {"name": "audit-log", "kind": "log", "description": "mutation events, digests only"},
                 {"name": "tombstones", "kind": "other", "description": "salted digests of forgotten values"},
             ],
             "background_jobs": [
-                {"name": "summarize", "description": "rebuild each scope's summary from live facts"},
-                {"name": "reindex", "description": "rebuild the vector index from live facts"},
+                {"name": "summarize", "description": "rebuild each scope's profile from its facts"},
+                {"name": "reindex", "description": "rebuild the vector index from the facts"},
             ],
+            "qualifiers": ["valid_from", "valid_to", "status", "superseded_by"],
         }
 
     def reset(self) -> None:
         self.mem.reset()
 
     def write(self, scope: str, at: str, messages: list) -> dict:
-        ids = []
-        for m in messages:
-            if m["role"] == "user":
-                ids += self.mem.write(scope, at, m["content"])
-        return {"ids": ids}
+        return {"ids": self.mem.remember(scope, at, self._extract(messages))}
+
+    def import_history(self, scope: str, at: str, messages: list) -> dict:
+        """Bulk import of an old transcript, at the time it was written (not the time of import)."""
+        return {"ids": self.mem.remember(scope, at, self._extract(messages)), "path": "transcript import"}
 
     def settle(self, timeout_s: float) -> dict:
         return {"quiescent": True, "detail": "every write is applied before it returns"}
 
-    def _items(self, facts: list[dict]) -> list[dict]:
-        return [{"id": f["id"], "text": f["text"], "valid_from": f["at"], "valid_to": None, "status": "current",
-                 "kind": "fact"} for f in facts]
+    def _item(self, f: dict, at: str) -> dict:
+        return {"id": f["id"], "text": f["text"], "valid_from": f["valid_from"], "valid_to": f["valid_to"],
+                "status": self.mem.status(f, at), "superseded_by": f["superseded_by"], "kind": f["kind"]}
+
+    @staticmethod
+    def _line(item: dict) -> str:
+        if item["status"] == "current":
+            until = f", until {item['valid_to']}" if item["valid_to"] else ""
+            return f"- {item['text']} [since {item['valid_from']}{until}]"
+        return f"- [{item['status']}, no longer true since {item['valid_to']}] {item['text']}"
 
     def door(self, query: str, scope: str, door: str, at: str) -> dict:
-        facts = self.mem.rank(query, scope, TOP)
-        items = self._items(facts)
-        lines = [f"Memory (as of {at}):"] + [f"- {f['text']} [since {f['at']}]" for f in facts]
+        items = [self._item(f, at) for f in self.mem.rank(query, scope, TOP)]
+        lines = [f"Memory (as of {at}):"] + [self._line(i) for i in items]
         summary = self.mem.state["summaries"].get(scope)
-        if summary and facts:
-            lines.append(f"Summary: {summary['text']}")
-            items.append({"text": summary["text"], "kind": "summary", "source_ids": summary["sources"],
-                          "as_of": summary["at"], "status": "current"})
-        if not facts:
+        if summary and items:
+            lines.append(f"Profile built {summary['at']} from {len(summary['sources'])} facts.")
+        if not items:
             lines.append("(nothing relevant)")
         return {"text": "\n".join(lines), "items": items}
 
     def recall(self, query: str, scope: str, k: int, at: str) -> dict:
-        return {"items": self._items(self.mem.rank(query, scope, k))}
+        return {"items": [self._item(f, at) for f in self.mem.rank(query, scope, k)]}
 
     def forget(self, scope: str, at: str, text: str) -> dict:
         return {"ids": self.mem.forget(scope, at, text)}
@@ -94,14 +128,20 @@ class ReferenceAdapter:
         token = needle["token"]
         if store == "vectors":
             fact, sim = self.mem.nearest(needle["text"], scope)
-            return {"state": "present" if fact is not None and sim >= VECTOR_PRESENT else "absent",
-                    "evidence": [fact["text"]] if fact else [], "distance": round(1 - sim, 6) if fact else None}
-        if store == "facts":
-            texts = [f["text"] for f in self.mem.facts(scope)]
-        elif store == "summaries":
-            s = self.mem.state["summaries"].get(scope)
-            texts = [s["text"]] if s else []
-        elif store == "audit-log":
+            held = fact is not None and sim >= VECTOR_PRESENT
+            at = max([f["recorded_at"] for f in self.mem.facts(scope)], default="")
+            return {"state": "present" if held else "absent", "evidence": [fact["text"]] if fact else [],
+                    "items": [self._item(fact, at)] if held and "scope" in fact else [],
+                    "distance": round(1 - sim, 6) if fact else None}
+        if store in ("facts", "summaries"):
+            summary = self.mem.state["summaries"].get(scope)
+            facts = self.mem.facts(scope) if store == "facts" else \
+                [self.mem.state["facts"][i] for i in (summary or {}).get("sources", []) if i in self.mem.state["facts"]]
+            at = summary["at"] if store == "summaries" and summary else max(
+                [f["recorded_at"] for f in facts], default="")
+            hits = [self._item(f, at) for f in facts if contains(f["text"], token)]
+            return {"state": "present" if hits else "absent", "evidence": [h["text"] for h in hits], "items": hits}
+        if store == "audit-log":
             texts = [json.dumps(e) for e in self.mem.state["audit"] if e["scope"] == scope]
         elif store == "tombstones":
             texts = list(self.mem.state["tombstones"].get(scope, []))

@@ -1,17 +1,17 @@
-"""refmemory: a small memory built to pass every step of the deletion protocol.
+"""refmemory: a small bi-temporal fact memory built to pass every column of every protocol.
 
 It is the positive control of memmatrix: if it fails a step, the protocol is wrong.
 
-- Facts are the sentences of user messages, each with the *values* it asserts: quoted
-  phrases, tokens with a digit (identifiers, numbers) and capitalised names.
-- Forget removes the matching facts, their vectors and every copy shared from them
-  (copies keep a back-reference), drops any summary derived from them, and leaves
-  value-level tombstones: salted digests that make a later write asserting the same
-  value (the re-fed source conversation, a paraphrase) be rejected, not stored.
-- Derived stores record their sources: the summary lists the fact ids it came from and
-  is dropped when one of them goes; the vector index is rebuilt from live facts only.
-- The audit trail records events (forget, reject, share) with ids and salted digests,
-  never the deleted text.
+- Writes go through an extractor (a model behind the memmatrix gateway) that turns a
+  conversation into facts: (subject, attribute, value, statement, intent, replaces, validity).
+- A correction never overwrites: it closes the old fact's validity (superseded or retracted)
+  and links it to its successor, so the old value stays knowable as history. Material re-fed
+  with its original, older time is recognised as history and reopens nothing.
+- Forget removes the matching facts, their vectors and every copy shared from them (copies
+  keep a back-reference), drops any summary derived from them, and leaves value-level
+  tombstones: salted digests that make a later write asserting the same value be rejected.
+- Derived stores record their sources; the audit trail records events with ids and salted
+  digests, never the deleted text.
 """
 
 from __future__ import annotations
@@ -20,35 +20,16 @@ import hashlib
 import json
 import math
 import os
-import re
 from pathlib import Path
 
 from adapterkit import content_tokens, coverage, tokens
 
 DIMS = 256
 FORGET_COVERAGE = 0.6
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_QUOTED = re.compile(r"[\"“”]([^\"“”]{2,})[\"“”]")
-_IDENT = re.compile(r"[\w-]*\d[\w-]*")
-_NAME = re.compile(r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
-
-
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text.replace("\n", " ")) if s.strip()]
-
-
-def values(sentence: str) -> list[str]:
-    """What a sentence asserts that a tombstone must catch again, and its distinctive parts."""
-    found = [m.group(1) for m in _QUOTED.finditer(sentence)]
-    found += [m.group(0) for m in _IDENT.finditer(sentence)]
-    found += [m.group(0) for m in _NAME.finditer(sentence) if m.start() > 0 and m.group(0) != "I"]
-    parts = [w for v in found if len(v.split()) > 1 for w in v.split()
-             if any(c.isdigit() for c in w) or w[:1].isupper()]
-    return list(dict.fromkeys(v.strip(".,;:!?") for v in found + parts if tokens(v)))
 
 
 def embed(text: str) -> list[float]:
-    """Feature-hashed bag of words, L2-normalised: deterministic and dependency-free."""
+    """Feature-hashed bag of words, L2-normalised: the system's own deterministic embedder."""
     vec = [0.0] * DIMS
     for tok in tokens(text):
         h = int.from_bytes(hashlib.sha256(tok.encode()).digest()[:8], "big")
@@ -59,6 +40,14 @@ def embed(text: str) -> list[float]:
 
 def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b))
+
+
+def key(fact: dict) -> tuple[str, str]:
+    return " ".join(tokens(fact["subject"])), " ".join(tokens(fact["attribute"]))
+
+
+def same_value(a: str, b: str) -> bool:
+    return tokens(a) == tokens(b)
 
 
 class RefMemory:
@@ -73,10 +62,14 @@ class RefMemory:
     def _empty() -> dict:
         return {"seq": 0, "facts": {}, "vectors": {}, "tombstones": {}, "summaries": {}, "audit": []}
 
-    def _save(self) -> None:
+    def save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.state, sort_keys=True), encoding="utf-8")
         os.replace(tmp, self.path)
+
+    def reset(self) -> None:
+        self.state = self._empty()
+        self.save()
 
     def digest(self, text: str) -> str:
         return hashlib.sha256((self.salt + " ".join(tokens(text))).encode()).hexdigest()[:24]
@@ -85,33 +78,62 @@ class RefMemory:
         self.state["audit"].append({"event": event, "memory_id": memory_id, "actor": actor, "at": at,
                                     "scope": scope, "digest": digest})
 
-    def reset(self) -> None:
-        self.state = self._empty()
-        self._save()
-
-    # ---------------------------------------------------------------- writes
+    # ---------------------------------------------------------------- facts
     def facts(self, scope: str) -> list[dict]:
         return [f for f in self.state["facts"].values() if f["scope"] == scope]
 
-    def _add(self, scope: str, at: str, text: str, copy_of: str | None = None) -> str:
+    def status(self, fact: dict, at: str) -> str:
+        if fact.get("ended_by") in ("superseded", "retracted"):
+            return fact["ended_by"]
+        if fact.get("valid_to") and fact["valid_to"] <= at:
+            return "former"
+        return "current"
+
+    def _add(self, scope: str, at: str, f: dict, copy_of: str | None = None, **extra) -> str:
         self.state["seq"] += 1
         fid = f"f{self.state['seq']}"
-        self.state["facts"][fid] = {"id": fid, "scope": scope, "at": at, "text": text, "copy_of": copy_of}
-        self.state["vectors"][fid] = embed(text)
+        self.state["facts"][fid] = {
+            "id": fid, "scope": scope, "subject": f["subject"], "attribute": f["attribute"], "value": f["value"],
+            "text": f.get("statement") or f"{f['subject']} {f['attribute']}: {f['value']}",
+            "valid_from": f.get("valid_from") or at, "valid_to": f.get("valid_to"), "recorded_at": at,
+            "ended_by": None, "superseded_by": None, "copy_of": copy_of, "kind": f.get("kind", "fact"), **extra}
+        self.state["vectors"][fid] = embed(self.state["facts"][fid]["text"])
         return fid
 
-    def write(self, scope: str, at: str, text: str) -> list[str]:
+    def _close(self, fact: dict, at: str, how: str, successor: str | None) -> None:
+        fact["valid_to"], fact["ended_by"], fact["superseded_by"] = at, how, successor
+
+    def remember(self, scope: str, at: str, facts: list[dict]) -> list[str]:
+        """Apply extracted facts at event time ``at``; returns the ids of new facts."""
         added = []
         stones = set(self.state["tombstones"].get(scope, []))
-        for sentence in sentences(text):
-            hits = [d for d in [self.digest(sentence), *map(self.digest, values(sentence))] if d in stones]
-            if hits:
-                self._audit("reject", None, scope, at, hits[0], actor="system")
+        for f in facts:
+            if self.digest(f["value"]) in stones:
+                self._audit("reject", None, scope, at, self.digest(f["value"]), actor="system")
                 continue
-            if any(tokens(f["text"]) == tokens(sentence) for f in self.facts(scope)):
+            same_key = [g for g in self.facts(scope) if key(g) == key(f) and g["kind"] == "fact"]
+            if f.get("intent") in ("supersede", "retract"):
+                gone = f.get("replaces") if f["intent"] == "supersede" else f["value"]
+                victims = [g for g in same_key if g["ended_by"] is None and
+                           (gone is None or same_value(g["value"], gone))]
+                if f["intent"] == "retract":
+                    nid = self._add(scope, at, {**f, "kind": "retraction"}, retracts=f["value"])
+                    for g in victims:
+                        self._close(g, at, "retracted", nid)
+                else:
+                    nid = self._add(scope, at, f)
+                    for g in victims:
+                        self._close(g, at, "superseded", nid)
+                added.append(nid)
                 continue
-            added.append(self._add(scope, at, sentence))
-        self._save()
+            if any(same_value(g["value"], f["value"]) for g in same_key):
+                continue  # already known, current or as history: re-feeding reopens nothing
+            newer = [g for g in same_key if g["ended_by"] is None and g["valid_from"] > at]
+            nid = self._add(scope, at, f)
+            if newer:  # older material arriving late is history from the start
+                self._close(self.state["facts"][nid], min(g["valid_from"] for g in newer), "superseded", newer[0]["id"])
+            added.append(nid)
+        self.save()
         return added
 
     def matching(self, scope: str, request: str) -> list[dict]:
@@ -128,46 +150,55 @@ class RefMemory:
             gone.append(fid)
             self.state["vectors"].pop(fid, None)
             stones = self.state["tombstones"].setdefault(fact["scope"], [])
-            stones.extend(d for d in [self.digest(fact["text"]), *map(self.digest, values(fact["text"]))]
-                          if d not in stones)
-            for key, summary in list(self.state["summaries"].items()):
+            if self.digest(fact["value"]) not in stones:
+                stones.append(self.digest(fact["value"]))
+            for scope_key, summary in list(self.state["summaries"].items()):
                 if fid in summary["sources"]:
-                    del self.state["summaries"][key]
-            self._audit("forget", fid, fact["scope"], at, self.digest(fact["text"]))
+                    del self.state["summaries"][scope_key]
+            self._audit("forget", fid, fact["scope"], at, self.digest(fact["value"]))
             queue += [f["id"] for f in self.state["facts"].values() if f["copy_of"] == fid]
-        self._save()
+        self.save()
         return gone
 
     def share(self, scope: str, to_scope: str, at: str, request: str) -> list[str]:
         copies = []
         for fact in self.matching(scope, request):
-            cid = self._add(to_scope, at, fact["text"], copy_of=fact["id"])
-            self._audit("share", cid, to_scope, at, self.digest(fact["text"]))
+            f = {k: fact[k] for k in ("subject", "attribute", "value")} | {"statement": fact["text"],
+                                                                             "valid_from": fact["valid_from"]}
+            cid = self._add(to_scope, at, f, copy_of=fact["id"])
+            self._audit("share", cid, to_scope, at, self.digest(fact["value"]))
             copies.append(cid)
-        self._save()
+        self.save()
         return copies
 
     def run_jobs(self, at: str) -> list[str]:
-        """Summaries and the vector index, both re-derived from live facts only."""
+        """Summaries and the vector index, both re-derived from the facts that exist."""
         self.state["summaries"] = {}
         for scope in sorted({f["scope"] for f in self.state["facts"].values()}):
             facts = self.facts(scope)
-            self.state["summaries"][scope] = {"text": " ".join(f["text"] for f in facts),
-                                              "sources": [f["id"] for f in facts], "at": at}
+            self.state["summaries"][scope] = {"sources": [f["id"] for f in facts], "at": at}
         self.state["vectors"] = {fid: embed(f["text"]) for fid, f in self.state["facts"].items()}
-        self._save()
+        self.save()
         return ["summarize", "reindex"]
 
     # ---------------------------------------------------------------- reads
     def rank(self, query: str, scope: str, k: int) -> list[dict]:
+        """Word overlap with the statement, subject and attribute; a hit on a closed fact brings its successor."""
         words = content_tokens(query)
         scored = []
         for f in self.facts(scope):
-            have = set(tokens(f["text"]))
+            have = set(tokens(" ".join((f["text"], f["subject"], f["attribute"]))))
             score = sum(w in have for w in words)
             if score:
                 scored.append((-score, -int(f["id"][1:]), f))
-        return [f for *_, f in sorted(scored, key=lambda s: s[:2])[:k]]
+        hits = [f for *_, f in sorted(scored, key=lambda s: s[:2])]
+        out: list[dict] = []
+        for f in hits:
+            chain = f
+            while chain is not None and chain not in out:
+                out.append(chain)
+                chain = self.state["facts"].get(chain.get("superseded_by") or "")
+        return out[:k]
 
     def nearest(self, text: str, scope: str) -> tuple[dict | None, float]:
         q = embed(text)

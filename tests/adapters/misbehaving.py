@@ -104,3 +104,27 @@ class NoName(Reference):
         caps = super().capabilities()
         del caps["operations"]["share"]
         return caps
+
+
+class HardDeletesOnCorrection(Reference):
+    """Overwrites instead of invalidating: a correction erases the old fact. Passes A-C, fails D."""
+
+    def write(self, scope, at, messages):
+        out = super().write(scope, at, messages)
+        for fid, fact in list(self.mem.state["facts"].items()):
+            if fact["ended_by"] in ("superseded", "retracted"):
+                del self.mem.state["facts"][fid]
+                self.mem.state["vectors"].pop(fid, None)
+        self.mem.save()
+        return out
+
+
+class HidesQualifiers(Reference):
+    """Declares qualifiers but hands every item over as current: hygiene must fail mechanically."""
+
+    def door(self, query, scope, door, at):
+        out = super().door(query, scope, door, at)
+        for item in out["items"]:
+            item.update(status="current", valid_to=None, superseded_by=None)
+        out["text"] = "\n".join("- " + i["text"] for i in out["items"])
+        return out

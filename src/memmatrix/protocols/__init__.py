@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, VERDICTS, Cell, EvalProtocol, StepDef
+from .contradiction import ContradictionProtocol
 from .deletion import DeletionProtocol
 
-_PROTOCOLS: dict[str, EvalProtocol] = {p.name: p for p in (DeletionProtocol(),)}
+_PROTOCOLS: dict[str, EvalProtocol] = {p.name: p for p in (DeletionProtocol(), ContradictionProtocol())}
 
 
 def get_protocol(name: str) -> EvalProtocol:

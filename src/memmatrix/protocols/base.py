@@ -34,9 +34,13 @@ class Cell:
     verdict: str
     reason: str = ""
     checks: list[dict] = field(default_factory=list)
+    method: str | None = None  # "mechanical" or "judged" where a judge may decide the cell
 
     def as_dict(self) -> dict:
-        return {"step": self.step, "verdict": self.verdict, "reason": self.reason, "checks": self.checks}
+        out = {"step": self.step, "verdict": self.verdict, "reason": self.reason, "checks": self.checks}
+        if self.method:
+            out["method"] = self.method
+        return out
 
 
 @dataclass
@@ -84,6 +88,7 @@ class EvalProtocol:
     name: str = ""
     version: str = ""
     steps: tuple[StepDef, ...] = ()
+    uses_judge: bool = False  # does scoring consult the pinned judge where qualifiers are missing
 
     def step(self, key: str) -> StepDef:
         for s in self.steps:

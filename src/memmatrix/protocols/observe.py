@@ -20,15 +20,23 @@ class Sighting:
         return "; ".join(self.reachable[:4]) + (f" (+{len(self.reachable) - 4} more)" if len(self.reachable) > 4 else "")
 
 
+def wordings(target: dict) -> list[str]:
+    """The target's token and every alternative wording that counts as the same value."""
+    return [target["token"], *target.get("alternatives", [])]
+
+
+def holds(obj, target: dict) -> bool:
+    return any(found_in(obj, w) for w in wordings(target))
+
+
 def sight(op: OpRecords, target: dict) -> Sighting:
-    """Scan the final poll of an expect op for ``target``'s token, whole-token and case-folded."""
+    """Scan the final poll of an op for ``target``'s token (or alternatives), whole-token and case-folded."""
     seen = Sighting()
-    token = target["token"]
     own = set(target["queries"])
     for call in op.last_poll():
         if "result" not in call or call["call"] not in ("door", "recall"):
             continue
-        if not found_in(call["result"], token):
+        if not holds(call["result"], target):
             continue
         args = call["args"]
         if call["call"] == "door":

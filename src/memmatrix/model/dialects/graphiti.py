@@ -1,0 +1,212 @@
+"""Graphiti's structured-output calls (0.31.x), dispatched by response schema name, and its reranker.
+
+Information sits in tags of the user message (`<CURRENT MESSAGE>`, `<ENTITIES>`, `<NEW FACT>` ...);
+some blocks are JSON, some Python reprs. The oracle answers from the gold facts of the episode:
+an entity per subject and value, an edge per fact (dated at the reference time, so a contradiction
+can invalidate), and contradictions exactly where a gold fact supersedes or retracts a value.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from datetime import datetime, timezone
+
+from ...tokens import contains
+from ..embed import HashEmbedder
+from ..gold import GoldIndex, norm
+from .common import Reply, message_text, messages_of, schema_name
+
+_EMBED = HashEmbedder(256)
+
+
+def user_text(request: dict) -> str:
+    return "\n".join(message_text(m) for m in messages_of(request) if m.get("role") == "user")
+
+
+def tag(text: str, name: str) -> str | None:
+    """The first ``<NAME>...</NAME>`` block outside <EXAMPLE> sections, stripped."""
+    clean = re.sub(r"<EXAMPLE>.*?</EXAMPLE>", "", text, flags=re.S)
+    m = re.search(rf"<{re.escape(name)}>\s*(.*?)\s*</{re.escape(name)}>", clean, re.S)
+    return m.group(1) if m else None
+
+
+def literal(block: str | None):
+    if block is None:
+        return None
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            return parse(block)
+        except (ValueError, SyntaxError):
+            continue
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]  # "<json>\n<json string>" blocks
+    out = []
+    for ln in lines:
+        try:
+            out.append(json.loads(ln))
+        except ValueError:
+            out.append(ln)
+    return out
+
+
+def iso(text: str | None) -> str | None:
+    """Graphiti's reference time ('2024-06-01 00:00:00+00:00  # comment') as ISO 8601 with Z."""
+    if not text:
+        return None
+    raw = text.split("#", 1)[0].strip().replace(" ", "T", 1)
+    try:
+        t = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    t = t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def relation(attribute: str) -> str:
+    return re.sub(r"[^A-Z0-9]+", "_", attribute.upper()).strip("_") or "RELATES_TO"
+
+
+def episode_text(text: str) -> str:
+    return " ".join(str(x) for x in [tag(text, "CURRENT MESSAGE"), tag(text, "CURRENT_MESSAGE"), tag(text, "TEXT"),
+                                     tag(text, "JSON")] if x)
+
+
+def _entities(text: str, gold: GoldIndex) -> tuple[list[dict], bool]:
+    facts = gold.facts_in(episode_text(text))
+    names: list[str] = []
+    for f in facts:
+        for n in (f["subject"], f["value"]):
+            if n not in names:
+                names.append(n)
+    return [{"name": n, "entity_type_id": 0} for n in names], bool(facts)
+
+
+def _edges(text: str, gold: GoldIndex) -> tuple[list[dict], bool]:
+    facts = gold.facts_in(episode_text(text))
+    when = iso(tag(text, "REFERENCE_TIME") or tag(text, "REFERENCE TIME"))
+    edges = []
+    for f in facts:
+        rel = relation(f["attribute"])
+        edges.append({"source_entity_name": f["subject"], "target_entity_name": f["value"],
+                      "relation_type": f"NO_LONGER_{rel}" if f["intent"] == "retract" else rel,
+                      "fact": f["statement"], "valid_at": f.get("valid_from") or when,
+                      "invalid_at": f.get("valid_to")})
+    return edges, bool(facts)
+
+
+def _dedupe(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    new = (tag(text, "NEW FACT") or "").strip()
+    existing = literal(tag(text, "EXISTING FACTS")) or []
+    candidates = literal(tag(text, "FACT INVALIDATION CANDIDATES")) or []
+    fact = gold.fact_for_statement(new)
+    dup = [e["idx"] for e in existing if isinstance(e, dict) and norm(str(e.get("fact", ""))) == norm(new)]
+    gone = None
+    if fact and fact["intent"] == "supersede":
+        gone = fact.get("replaces")
+    elif fact and fact["intent"] == "retract":
+        gone = fact["value"]
+    contradicted = [e["idx"] for e in [*existing, *candidates] if gone and isinstance(e, dict)
+                    and contains(str(e.get("fact", "")), gone) and norm(str(e.get("fact", ""))) != norm(new)]
+    return {"duplicate_facts": dup, "contradicted_facts": contradicted}, fact is not None
+
+
+def _timestamps(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    fact = gold.fact_for_statement((tag(text, "FACT") or "").strip())
+    when = iso(tag(text, "REFERENCE TIME") or tag(text, "REFERENCE_TIME"))
+    return {"valid_at": (fact or {}).get("valid_from") or when, "invalid_at": (fact or {}).get("valid_to")}, bool(fact)
+
+
+def _summaries(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    episodes = " ".join(str(x) for x in (literal(tag(text, "EPISODES")) or []))
+    facts = gold.facts_in(episodes)
+    out = []
+    for ent in literal(tag(text, "ENTITIES")) or []:
+        name = ent.get("name", "") if isinstance(ent, dict) else str(ent)
+        said = [f["statement"] for f in facts if contains(f["statement"], name) or name in (f["subject"], f["value"])]
+        out.append({"name": name, "summary": " ".join(dict.fromkeys(said))})
+    return {"summaries": out}, bool(facts)
+
+
+def _from_schema(request: dict) -> dict:
+    """A custom attribute model the oracle knows nothing about: every field null (or empty)."""
+    rf = request.get("response_format") or {}
+    schema = (rf.get("json_schema") or {}).get("schema") or ((request.get("text") or {}).get("format") or {}).get("schema") or {}
+    empty = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
+    out = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        kinds = [p.get("type") for p in prop.get("anyOf", [prop])]
+        out[name] = None if "null" in kinds or name not in schema.get("required", []) else empty.get(kinds[0], None)
+    return out
+
+
+class Structured:
+    name = "graphiti-structured"
+    KNOWN = ("ExtractedEntities", "NodeResolutions", "ExtractedEdges", "EdgeDuplicate", "EdgeTimestamps",
+             "SummarizedEntities", "Summary", "SummaryDescription")
+
+    @staticmethod
+    def match(request: dict) -> bool:
+        return schema_name(request) is not None
+
+    @staticmethod
+    def answer(request: dict, gold: GoldIndex) -> Reply:
+        kind, text = schema_name(request), user_text(request)
+        name = f"graphiti-{kind}"
+        if kind == "ExtractedEntities":
+            ents, ok = _entities(text, gold)
+            return Reply.json(name, ok, {"extracted_entities": ents})
+        if kind == "NodeResolutions":
+            existing = literal(tag(text, "EXISTING ENTITIES")) or []
+            res = []
+            for ent in literal(tag(text, "ENTITIES")) or []:
+                match = next((c["candidate_id"] for c in existing if norm(c.get("name", "")) == norm(ent["name"])), -1)
+                res.append({"id": ent["id"], "name": ent["name"], "duplicate_candidate_id": match})
+            return Reply.json(name, True, {"entity_resolutions": res})
+        if kind == "ExtractedEdges":
+            edges, ok = _edges(text, gold)
+            return Reply.json(name, ok, {"edges": edges})
+        if kind == "EdgeDuplicate":
+            obj, ok = _dedupe(text, gold)
+            return Reply.json(name, ok, obj)
+        if kind == "EdgeTimestamps":
+            obj, ok = _timestamps(text, gold)
+            return Reply.json(name, ok, obj)
+        if kind == "SummarizedEntities":
+            obj, ok = _summaries(text, gold)
+            return Reply.json(name, ok, obj)
+        if kind == "Summary":
+            parts = literal(text.rsplit("Summaries:", 1)[-1].strip()) if "Summaries:" in text else []
+            joined = " ".join(dict.fromkeys(p.get("summary", "") for p in parts if isinstance(p, dict)))
+            return Reply.json(name, True, {"summary": joined.strip()})
+        if kind == "SummaryDescription":
+            raw = text.rsplit("Summary:", 1)[-1].strip()
+            try:
+                summary = json.loads(raw)
+            except ValueError:
+                summary = raw
+            return Reply.json(name, True, {"description": " ".join(str(summary).split()[:12])})
+        return Reply.json(f"graphiti-attributes-{kind}", False, _from_schema(request))
+
+
+class Rerank:
+    """OpenAIRerankerClient: one call per passage, scored from logprobs of 'True'."""
+
+    name = "graphiti-rerank"
+
+    @staticmethod
+    def match(request: dict) -> bool:
+        return bool(request.get("logprobs")) and request.get("max_tokens") == 1
+
+    @staticmethod
+    def answer(request: dict, gold: GoldIndex) -> Reply:
+        text = user_text(request)
+        passage, query = (tag(text, "PASSAGE") or "").strip(), (tag(text, "QUERY") or "").strip()
+        p = sum(a * b for a, b in zip(_EMBED(passage), _EMBED(query)))
+        p = min(0.99, max(0.01, (p + 1) / 2))
+        reply = Reply(Rerank.name, True, content="True" if p >= 0.5 else "False")
+        reply.logprobs = {"content": [{"token": reply.content, "logprob": math.log(max(p, 1 - p)), "bytes": None,
+                                       "top_logprobs": [{"token": "True", "logprob": math.log(p), "bytes": None},
+                                                        {"token": "False", "logprob": math.log(1 - p), "bytes": None}]}]}
+        return reply

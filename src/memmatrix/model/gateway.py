@@ -1,0 +1,210 @@
+"""The model gateway: an OpenAI-compatible server on loopback that every system's model calls go through.
+
+Modes: ``oracle`` answers from the case files' gold facts (offline, deterministic), ``proxy``
+forwards to a real upstream with the model, temperature, seed and answer length pinned, and
+``replay`` answers from a recorded model transcript. Every call is recorded.
+
+    with Gateway(GatewaySettings(), [case_file_dict]) as gw:
+        openai_base_url = gw.url          # http://127.0.0.1:PORT/v1
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import requests
+
+from ..canon import sha256_json
+from .dialects.common import Reply, approx_tokens, chat_completion, response_object
+from .embed import encode_base64, make_embedder
+from .gold import GoldIndex
+from .oracle import Oracle
+from .record import ModelRecorder
+from .settings import GatewaySettings
+from .upstream import Replay, ReplayMiss, UpstreamError, forward, normalize_request
+
+CHAT_MODEL = "memmatrix-oracle"
+EMBED_MODEL = "memmatrix-embed"
+
+
+class BadRequest(Exception):
+    pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # systems call concurrently (graphiti gathers up to 20 at once)
+
+
+class Gateway:
+    def __init__(self, settings: GatewaySettings, case_files: list[dict], host: str = "127.0.0.1", port: int = 0):
+        self.settings = settings
+        self.host, self.port = host, port
+        self.oracle = Oracle(GoldIndex(case_files))
+        self.embedder = make_embedder(settings.embedder, settings.embed_dims)
+        self.recorder = ModelRecorder(settings.mode)
+        self.replay = Replay(settings.replay) if settings.mode == "replay" else None
+        self.session = requests.Session()
+        self.upstream = {"ok": 0, "errors": 0, "replay_misses": 0, "first_error": None}
+        self._server: ThreadingHTTPServer | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> "Gateway":
+        self._server = _Server((self.host, self.port), _handler(self))
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True, name="memmatrix-gateway").start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        self.session.close()
+
+    def __enter__(self) -> "Gateway":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def identity(self) -> dict:
+        return self.settings.identity(self.oracle.version, getattr(self.embedder, "name", "none"))
+
+    def models(self) -> dict:
+        """What adapters are told to ask for (any name works; proxy mode pins the upstream's)."""
+        return {"chat_model": CHAT_MODEL, "embedding_model": EMBED_MODEL,
+                "embedding_dims": getattr(self.embedder, "dims", self.settings.embed_dims)}
+
+    # ------------------------------------------------------------------ requests
+    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict]:
+        if method == "GET" and path in ("/v1/models", "/models"):
+            return 200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "memmatrix"}
+                                                    for m in (CHAT_MODEL, EMBED_MODEL)]}
+        if method == "GET" and path == "/health":
+            return 200, {"ok": True, "mode": self.settings.mode}
+        if method != "POST":
+            return 404, _error(f"no route {method} {path}", "not_found")
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            return 400, _error("the request body is not JSON", "invalid_request_error")
+        if path == "/_memmatrix/context":
+            self.recorder.set_context(body if isinstance(body, dict) else {})
+            return 200, {"ok": True}
+        routes = {"/v1/chat/completions": ("chat", self._chat), "/v1/responses": ("chat", self._chat),
+                  "/v1/embeddings": ("embedding", self._embeddings)}
+        if path not in routes:
+            return 404, _error(f"no route POST {path}; the gateway serves {sorted(routes)}", "not_found")
+        kind, fn = routes[path]
+        t0 = time.perf_counter()
+        try:
+            if not isinstance(body, dict):
+                raise BadRequest("the request body must be a JSON object")
+            status, response, meta = fn(path, body)
+        except BadRequest as exc:
+            return 400, _error(str(exc), "invalid_request_error")
+        except (UpstreamError, ReplayMiss) as exc:
+            status, response = getattr(exc, "status", 409), _error(str(exc), "upstream_error")
+            key = "replay_misses" if isinstance(exc, ReplayMiss) else "errors"
+            self.upstream[key] += 1
+            self.upstream["first_error"] = self.upstream["first_error"] or str(exc)[:500]
+            meta = {"error": str(exc)[:2000]}
+        except Exception as exc:  # a dialect that breaks is surfaced, never papered over
+            status, response, meta = 500, _error(f"oracle failed: {type(exc).__name__}: {exc}", "server_error"), \
+                {"error": f"{type(exc).__name__}: {exc}"}
+        record = {"endpoint": path, "kind": kind, "request": normalize_request(body), "status": status, **meta}
+        if status == 200 and "response" not in record:
+            record["response"] = response
+        self.recorder.add(record, (time.perf_counter() - t0) * 1000)
+        return status, response
+
+    def _chat(self, path: str, body: dict) -> tuple[int, dict, dict]:
+        if path.endswith("/completions") and not (isinstance(body.get("messages"), list) and body["messages"]):
+            raise BadRequest("'messages' must be a non-empty list")
+        if path.endswith("/responses") and not body.get("input"):
+            raise BadRequest("'input' is required")
+        if body.get("stream"):
+            raise BadRequest("streaming is not supported by the memmatrix gateway; send stream=false")
+        if self.settings.mode != "oracle":
+            response = self._elsewhere(path, body)
+            usage = response.get("usage") or {}
+            return 200, response, {"usage": {"in": usage.get("prompt_tokens", usage.get("input_tokens", 0)),
+                                             "out": usage.get("completion_tokens", usage.get("output_tokens", 0))}}
+        reply: Reply = self.oracle.chat(body)
+        rid = sha256_json(body)[:12]
+        response = response_object(body, reply, rid) if path.endswith("/responses") else chat_completion(body, reply, rid)
+        usage = response["usage"]
+        return 200, response, {"dialect": reply.dialect, "matched": reply.matched,
+                               "usage": {"in": usage.get("prompt_tokens", usage.get("input_tokens")),
+                                         "out": usage.get("completion_tokens", usage.get("output_tokens"))}}
+
+    def _embeddings(self, path: str, body: dict) -> tuple[int, dict, dict]:
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else inputs
+        if not (isinstance(inputs, list) and inputs and all(isinstance(x, str) for x in inputs)):
+            raise BadRequest("'input' must be a string or a non-empty list of strings")
+        if self.settings.mode != "oracle":
+            response = self._elsewhere(path, body)
+            return 200, response, {"usage": {"inputs": len(inputs)}}
+        dims = body.get("dimensions")
+        if dims is not None and (not isinstance(dims, int) or dims < 8):
+            raise BadRequest("'dimensions' must be an integer of at least 8")
+        b64 = body.get("encoding_format") == "base64"
+        data, width = [], 0
+        for i, text in enumerate(inputs):
+            vec = self.embedder(text, dims)
+            width = len(vec)
+            data.append({"object": "embedding", "index": i, "embedding": encode_base64(vec) if b64 else vec})
+        tokens = sum(approx_tokens(t) for t in inputs)
+        response = {"object": "list", "data": data, "model": body.get("model", EMBED_MODEL),
+                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        # oracle vectors are re-derivable from the input: record their digest, not 1536 floats each
+        return 200, response, {"usage": {"inputs": len(inputs)}, "response_sha256": sha256_json(response),
+                               "response": {"digest_only": True, "inputs": len(inputs),
+                                            "dims": width}}
+
+    def _elsewhere(self, path: str, body: dict) -> dict:
+        if self.settings.mode == "replay":
+            return self.replay.answer(path, body)
+        response = forward(path, body, self.settings, self.session)
+        self.upstream["ok"] += 1
+        return response
+
+
+def _error(message: str, kind: str) -> dict:
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def _handler(gateway: Gateway):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+
+        def log_message(self, fmt, *args):
+            pass
+
+        def _serve(self, method: str) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else b""
+            status, body = gateway.handle(method, self.path.split("?", 1)[0], raw)
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self._serve("GET")
+
+        def do_POST(self):
+            self._serve("POST")
+
+    return Handler

@@ -1,0 +1,43 @@
+"""The oracle: deterministic answers from the case files' gold annotations.
+
+It measures a system's plumbing given a perfect extractor, an upper bound like oracle
+retrieval in evaluation practice, and every result stamped with it says so. A prompt no
+dialect recognises, or whose text matches no gold write, gets a well-formed empty answer
+and is counted (``matched`` false in the model transcript, ``unmatched`` in the cost).
+"""
+
+from __future__ import annotations
+
+from .dialects import graphiti, letta, mem0, memmatrix
+from .dialects.common import Reply, schema_name, tool_names
+from .gold import GoldIndex
+
+ORACLE_VERSION = "1.0.0"
+
+DIALECTS = (
+    memmatrix.Judge, memmatrix.Extract,
+    mem0.AdditiveExtract, mem0.FactExtract, mem0.UpdateDecision, mem0.GraphTools,
+    graphiti.Rerank, graphiti.Structured,
+    letta.AgentStep,
+)
+
+
+def empty_answer(request: dict) -> Reply:
+    """A well-formed answer that asserts nothing, in the shape the request asked for."""
+    wants_json = schema_name(request) is not None or (request.get("response_format") or {}).get("type") == "json_object"
+    if tool_names(request):
+        return Reply("unmatched", False, content="")
+    return Reply("unmatched", False, content="{}" if wants_json else "")
+
+
+class Oracle:
+    version = ORACLE_VERSION
+
+    def __init__(self, gold: GoldIndex):
+        self.gold = gold
+
+    def chat(self, request: dict) -> Reply:
+        for dialect in DIALECTS:
+            if dialect.match(request):
+                return dialect.answer(request, self.gold)
+        return empty_answer(request)

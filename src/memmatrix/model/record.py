@@ -1,0 +1,79 @@
+"""The model transcript: every model call of a run, with usage per adapter operation.
+
+Systems call the model concurrently (mem0 and Graphiti do), so arrival order is not
+reproducible. The transcript is therefore ordered by adapter operation (the context the
+harness announces before each call) and, within one operation, by the hash of the
+request: the same set of calls gives the same bytes. Latency is kept apart, unhashed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+
+from ..canon import canonical, sha256_json
+
+
+class ModelRecorder:
+    def __init__(self, mode: str = "oracle") -> None:
+        self.mode = mode
+        self.lock = threading.Lock()
+        self.context: dict = {"case": None, "index": -1, "call": "setup"}
+        self.context_seq = 0
+        self.records: list[dict] = []
+        self.latency_ms: list[float] = []
+
+    def set_context(self, context: dict) -> None:
+        with self.lock:
+            self.context_seq += 1
+            self.context = dict(context)
+
+    def add(self, record: dict, latency_ms: float) -> None:
+        with self.lock:
+            self.records.append({"ctx": self.context_seq, "context": self.context, **record})
+            self.latency_ms.append(latency_ms)
+
+    def ordered(self) -> list[dict]:
+        with self.lock:
+            rows = list(self.records)
+        rows.sort(key=lambda r: (r["ctx"], sha256_json(r["request"]), sha256_json(r.get("response"))))
+        return [{**{k: v for k, v in r.items() if k != "ctx"}, "seq": i} for i, r in enumerate(rows)]
+
+    def text(self) -> str:
+        return "".join(canonical(r) + "\n" for r in self.ordered())
+
+    def cost(self) -> dict:
+        """Calls and tokens per adapter operation and in total: the cost column nobody reports."""
+        per: dict[str, dict] = defaultdict(lambda: {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0,
+                                                    "embedding_calls": 0, "embedding_inputs": 0})
+        total = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "embedding_calls": 0, "embedding_inputs": 0,
+                 "unmatched": 0, "errors": 0}
+        with self.lock:
+            rows = list(self.records)
+        for r in rows:
+            bucket = per[r["context"].get("call") or "setup"]
+            if r.get("error"):
+                total["errors"] += 1
+                continue
+            usage = r.get("usage", {})
+            if r["kind"] == "embedding":
+                for d in (bucket, total):
+                    d["embedding_calls"] += 1
+                    d["embedding_inputs"] += usage.get("inputs", 0)
+            else:
+                for d in (bucket, total):
+                    d["llm_calls"] += 1
+                    d["tokens_in"] += usage.get("in", 0)
+                    d["tokens_out"] += usage.get("out", 0)
+            if r.get("matched") is False:
+                total["unmatched"] += 1
+        return {"total": total, "per_operation": dict(sorted(per.items())),
+                "tokens_method": "estimated: words and punctuation of the request and answer" if self.mode == "oracle"
+                else "reported by the upstream (as recorded)"}
+
+    def latency(self) -> dict:
+        with self.lock:
+            v = sorted(self.latency_ms)
+        if not v:
+            return {"calls": 0}
+        return {"calls": len(v), "p50_ms": round(v[len(v) // 2], 3), "p95_ms": round(v[min(len(v) - 1, int(len(v) * .95))], 3)}

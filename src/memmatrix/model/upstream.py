@@ -1,0 +1,119 @@
+"""Proxy and replay: the two non-oracle ways the gateway answers."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict, deque
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import requests
+
+from ..canon import canonical, sha256_json
+from .settings import GatewaySettings
+
+
+def wall_dates() -> tuple[str, ...]:
+    today = datetime.now(timezone.utc).date()
+    return (today.isoformat(), (today - timedelta(days=1)).isoformat())
+
+
+def normalize_request(body: dict) -> dict:
+    """Today's wall-clock date in a prompt (mem0 writes it) becomes ~today, so days compare equal."""
+    text = canonical(body)
+    for d in wall_dates():
+        text = text.replace(d, "~today")
+    return json.loads(text)
+
+
+class UpstreamError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def pin(path: str, body: dict, s: GatewaySettings) -> dict:
+    """The request as sent upstream: model, temperature, seed and answer length pinned."""
+    out = dict(body)
+    if path.endswith("/embeddings"):
+        if s.upstream_embedding_model:
+            out["model"] = s.upstream_embedding_model
+        return out
+    out["model"] = s.upstream_model
+    out["temperature"] = 0
+    if path.endswith("/responses"):
+        out["max_output_tokens"] = min(int(out.get("max_output_tokens") or s.max_tokens), s.max_tokens)
+    else:
+        out["seed"] = s.seed
+        key = "max_completion_tokens" if "max_completion_tokens" in out else "max_tokens"
+        out[key] = min(int(out.get(key) or s.max_tokens), s.max_tokens)
+    return out
+
+
+def forward(path: str, body: dict, s: GatewaySettings, session: requests.Session) -> dict:
+    url = s.upstream_url.rstrip("/") + path.removeprefix("/v1")
+    headers = {"Authorization": f"Bearer {s.api_key}"} if s.api_key else {}
+    try:
+        resp = session.post(url, json=pin(path, body, s), headers=headers, timeout=s.timeout_s)
+    except requests.RequestException as exc:
+        raise UpstreamError(502, f"upstream not reachable: {type(exc).__name__}") from None
+    if resp.status_code != 200:
+        raise UpstreamError(502, f"upstream answered HTTP {resp.status_code}: {resp.text[:300]}")
+    try:
+        return resp.json()
+    except ValueError:
+        raise UpstreamError(502, "upstream answered something that is not JSON") from None
+
+
+class ReplayMiss(Exception):
+    pass
+
+
+class Replay:
+    """Answers from a recorded model transcript by request hash, in recorded order for repeats."""
+
+    def __init__(self, path: Path):
+        self.by_key: dict[str, deque] = defaultdict(deque)
+        self.recorded: list[tuple[str, str]] = []  # (endpoint, canonical request) in recorded order
+        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            rec = json.loads(line)
+            if "response" not in rec:
+                continue
+            req = normalize_request(rec["request"])
+            self.by_key[self.key(rec["endpoint"], req)].append(rec["response"])
+            self.recorded.append((rec["endpoint"], canonical(req)))
+
+    @staticmethod
+    def key(endpoint: str, request: dict) -> str:
+        return sha256_json({"endpoint": endpoint, "request": request})
+
+    def answer(self, endpoint: str, body: dict) -> dict:
+        req = normalize_request(body)
+        queue = self.by_key.get(self.key(endpoint, req))
+        if queue:
+            response = queue[0]
+            if len(queue) > 1:
+                queue.popleft()
+            return response
+        raise ReplayMiss(self.first_difference(endpoint, canonical(req)))
+
+    def first_difference(self, endpoint: str, text: str) -> str:
+        """Name the recorded request closest to this one and where they first differ."""
+        same = [(i, r) for i, (e, r) in enumerate(self.recorded) if e == endpoint]
+        if not same:
+            return f"the recording holds no request to {endpoint}"
+
+        def common(a: str, b: str) -> int:
+            n = 0
+            for x, y in zip(a, b):
+                if x != y:
+                    break
+                n += 1
+            return n
+
+        i, best = max(same, key=lambda ir: common(ir[1], text))
+        at = common(best, text)
+        clip = lambda s: re.sub(r"\s+", " ", s[max(0, at - 60): at + 60])  # noqa: E731
+        return (f"request to {endpoint} is not in the recording; it first differs from recorded request #{i} "
+                f"at character {at}: recorded …{clip(best)}… now …{clip(text)}…")

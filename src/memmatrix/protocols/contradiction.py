@@ -1,0 +1,217 @@
+"""The contradiction protocol (seed 000 §7): does a correction hold, without becoming amnesia?
+
+A case writes an original value on day 1 and displaces it later (replacement, polarity,
+retraction, a partial change, or a validity bound passing on the harness clock), then
+scores columns, never one number:
+
+- setup: the original and a sibling fact are served before the correction (the control)
+- A answer: the door serves the current value (for retraction and bounded: it no longer
+  serves the old one as current)
+- B hygiene: the stale value is absent from the door, or present but qualified
+- C durability: A and B again after every background job; C' after the day-1 material is
+  re-fed through a different write path (import), at its original time
+- D history: the old value is still knowable when asked about the past
+- E derived reach: derived stores no longer assert the stale value as current
+- S siblings: the never-contradicted sibling (and the unchanged part of a compound fact)
+  is still served: over-invalidation is a real failure
+"""
+
+from __future__ import annotations
+
+from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, group_ops
+from .deletion import _combine
+from .hygiene import door_answers, hygiene
+from .observe import holds, sight
+
+STEPS = (
+    StepDef("setup", "setup", "the original value and its sibling are served before the correction (control)"),
+    StepDef("A", "answer", "the door serves the current value (retraction, bounded: no longer the old one as current)",
+            needs=("setup",)),
+    StepDef("B", "hygiene", "the stale value is absent from the door, or present but qualified as former",
+            needs=("setup",)),
+    StepDef("C", "durable", "A and B still hold after every background job ran", needs=("setup",),
+            essential="run_background_jobs"),
+    StepDef("C'", "re-entry", "A and B still hold after the day-1 material is re-fed through another write path",
+            needs=("setup",), essential="import_history"),
+    StepDef("D", "history", "the old value is still knowable when asked about the past", needs=("setup",)),
+    StepDef("E", "derived", "derived stores (summaries, profiles, edges) no longer assert the stale value as current",
+            needs=("setup",), essential="probe"),
+    StepDef("S", "siblings", "the never-contradicted sibling (and unchanged parts) survive the correction",
+            needs=("setup",)),
+)
+
+PHASES = {"now": ("A", "B", "D"), "after-jobs": ("C",), "after-reimport": ("C'",)}
+
+
+class ContradictionProtocol(EvalProtocol):
+    name = "contradiction"
+    version = "1.0.0"
+    steps = STEPS
+    uses_judge = True
+
+    def validate_case(self, case: dict) -> list[str]:
+        from .contradiction_rules import validate_contradiction_case
+        return validate_contradiction_case(case)
+
+    def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:
+        return _Scorer(header, records, capabilities).cells()
+
+
+class _Scorer:
+    def __init__(self, header: dict, records: list[dict], caps: dict):
+        self.t = header["targets"]
+        self.caps = caps
+        self.ops = group_ops(records)
+        self.judges = [r for r in records if r.get("kind") == "judge"]
+        self.at = {r["index"]: r["at"] for r in records if r.get("kind") == "op"}
+        self.mechanical = bool(caps.get("qualifiers"))
+        self.current = self.t.get("current")
+        self.stale = self.t["original"]
+
+    def _op(self, step: str, kind: str) -> OpRecords | None:
+        return next((o for o in self.ops if o.step == step and o.spec["op"] == kind), None)
+
+    def _judges(self, op: OpRecords) -> list[dict]:
+        last = max((c.get("poll", 0) for c in op.calls), default=0)
+        return [j for j in self.judges if j["index"] == op.index and j.get("poll", 0) == last]
+
+    def cells(self) -> list[Cell]:
+        cells: dict[str, Cell] = {}
+        skipped = {s["call"] for o in self.ops for s in o.skips}
+        setup = self._setup()
+        cells["setup"] = setup
+        for step in STEPS[1:]:
+            if step.essential and step.essential in skipped:
+                reason = next(s["reason"] for o in self.ops for s in o.skips if s["call"] == step.essential)
+                cells[step.key] = Cell(step.key, UNSUPPORTED, f"{step.essential} is unsupported: {reason}")
+            elif setup.verdict == ERROR:
+                cells[step.key] = Cell(step.key, ERROR, "setup errored, so this column cannot be measured")
+            else:
+                cells[step.key] = getattr(self, "_" + {"C'": "Cp"}.get(step.key, step.key))()
+        return [cells[s.key] for s in STEPS]
+
+    # ------------------------------------------------------------------ columns
+    def _setup(self) -> Cell:
+        op = self._op("setup", "assess")
+        errs = op.errors()
+        if errs:
+            return Cell("setup", ERROR, errs[0].get("error", {}).get("message", "a door call failed"))
+        missing = [n for n in op.spec.get("ask", []) if not sight(op, self.t[n]).served]
+        if missing:
+            return Cell("setup", FAIL, f"not served before the correction: {missing}",
+                        [{"op": op.index, "missing": missing}])
+        return Cell("setup", PASS, "", [{"op": op.index, "served": op.spec.get("ask", [])}])
+
+    def _setup_ok(self) -> bool:
+        op = self._op("setup", "assess")
+        return sight(op, self.stale).served
+
+    def _answer(self, step: str) -> tuple[str, str, list[dict], bool]:
+        op = self._op(step, "assess")
+        answers, errors = door_answers(op, self.stale["queries"])
+        if errors:
+            return ERROR, errors[0], [], False
+        if self.current is not None:
+            ok = any(holds(a, self.current) for _, a in answers)
+            return (PASS, "", [{"op": op.index, "current": "served"}], False) if ok else \
+                (FAIL, f"the current value {self.current['token']!r} is not served for {self.stale['queries']}",
+                 [{"op": op.index, "current": "not served"}], False)
+        h = hygiene(answers, self.stale, None, self.at[op.index], self.mechanical, self._judges(op),
+                    self._setup_ok(), "the answer")
+        return h.verdict, h.reason, [{"op": op.index, **c} for c in h.checks], h.judged
+
+    def _hygiene(self, step: str) -> tuple[str, str, list[dict], bool]:
+        op = self._op(step, "assess")
+        answers, errors = door_answers(op, self.stale["queries"])
+        if errors:
+            return ERROR, errors[0], [], False
+        served_now = self.current is not None and any(holds(a, self.current) for _, a in answers)
+        h = hygiene(answers, self.stale, self.current, self.at[op.index], self.mechanical, self._judges(op),
+                    served_now or (self.current is None and self._setup_ok()), "the door")
+        return h.verdict, h.reason, [{"op": op.index, **c} for c in h.checks], h.judged
+
+    @staticmethod
+    def _cell(key: str, verdict: str, reason: str, checks: list[dict], judged: bool) -> Cell:
+        return Cell(key, verdict, reason, checks, "judged" if judged else "mechanical")
+
+    def _A(self) -> Cell:
+        return self._cell("A", *self._answer("now"))
+
+    def _B(self) -> Cell:
+        return self._cell("B", *self._hygiene("now"))
+
+    def _again(self, key: str, step: str) -> Cell:
+        if self._op(step, "assess") is None:
+            return Cell(key, SKIP, f"the case has no {step} assessment")
+        a, b = self._answer(step), self._hygiene(step)
+        verdict, reason, checks = _combine([(a[0], f"answer: {a[1]}" if a[1] else "", a[2]),
+                                            (b[0], f"hygiene: {b[1]}" if b[1] else "", b[2])])
+        return self._cell(key, verdict, reason, checks, a[3] or b[3])
+
+    def _C(self) -> Cell:
+        jobs = self._op("jobs", "jobs")
+        errs = jobs.errors() if jobs else []
+        if errs:
+            return Cell("C", ERROR, f"the background jobs failed: {errs[0]['error']['message']}")
+        return self._again("C", "after-jobs")
+
+    def _Cp(self) -> Cell:
+        imp = self._op("reimport", "import")
+        errs = imp.errors() if imp else []
+        if errs:
+            return Cell("C'", ERROR, f"the re-import failed: {errs[0]['error']['message']}")
+        return self._again("C'", "after-reimport")
+
+    def _D(self) -> Cell:
+        op = self._op("now", "assess")
+        queries = self.stale.get("history_queries", [])
+        answers, errors = door_answers(op, queries)
+        if errors:
+            return Cell("D", ERROR, errors[0])
+        if any(holds(a, self.stale) for _, a in answers):
+            return Cell("D", PASS, "", [{"op": op.index, "history": "knowable"}])
+        return Cell("D", FAIL, f"the former value {self.stale['token']!r} is no longer knowable when asked "
+                               f"{queries}: the correction became amnesia", [{"op": op.index, "history": "lost"}])
+
+    def _E(self) -> Cell:
+        final, base = self._op("derived", "probe"), self._op("setup", "probe")
+        derived = {s["name"] for s in self.caps.get("stores", []) if s.get("role", "derived") == "derived"}
+        if not derived:
+            return Cell("E", UNSUPPORTED, "the system declares no derived store")
+        for op in (base, final):
+            errs = op.errors()
+            if errs:
+                return Cell("E", ERROR, f"a probe failed: {errs[0]['error']['message']}")
+        held_before = {c["args"]["store"] for c in base.last_poll() if c["args"]["store"] in derived
+                       and (c["result"]["state"] == "present" or holds(c["result"], self.stale))}
+        answers = [({"store": c["args"]["store"]}, {"text": "\n".join(c["result"]["evidence"]),
+                                                    "items": c["result"].get("items", [])})
+                   for c in final.last_poll() if c["args"]["store"] in derived
+                   and c["args"]["needle"]["token"] == self.stale["token"]]
+        h = hygiene(answers, self.stale, self.current, self.at[final.index], self.mechanical, self._judges(final),
+                    bool(held_before), "a derived store")
+        checks = [{"op": final.index, "held_before": sorted(held_before), **c} for c in h.checks]
+        reason = h.reason
+        if h.verdict == SKIP and not held_before:
+            reason = "no derived store held the original value before the correction, so there is nothing to reach"
+        return self._cell("E", h.verdict, reason, checks, h.judged)
+
+    def _S(self) -> Cell:
+        setup = self._op("setup", "assess")
+        names = [n for n in ("sibling", "kept") if n in self.t and sight(setup, self.t[n]).served]
+        if not names:
+            return Cell("S", SKIP, "no sibling was served before the correction, so losing it proves nothing")
+        outcomes = []
+        for step in ("now", "after-jobs", "after-reimport"):
+            op = self._op(step, "assess")
+            if op is None or not op.calls:
+                continue
+            errs = op.errors()
+            if errs:
+                outcomes.append((ERROR, errs[0]["error"]["message"], []))
+                continue
+            lost = [n for n in names if not sight(op, self.t[n]).served]
+            outcomes.append((FAIL if lost else PASS,
+                             f"over-invalidation: {lost} no longer served ({step})" if lost else "",
+                             [{"op": op.index, "phase": step, "lost": lost}]))
+        return Cell("S", *_combine(outcomes))

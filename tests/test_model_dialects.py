@@ -1,0 +1,157 @@
+"""The oracle answers the exact requests real systems send (tests/fixtures/requests, recorded offline)."""
+
+import base64
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from memmatrix.model.dialects.common import chat_completion, response_object
+from memmatrix.model.gold import GoldIndex
+from memmatrix.model.oracle import Oracle
+
+FIX = Path(__file__).parent / "fixtures" / "requests"
+
+
+def fixture(name: str) -> dict:
+    return json.loads((FIX / f"{name}.json").read_text())["request"]
+
+
+def W(*users, gold):
+    return {"op": "write", "messages": [{"role": "user", "content": u} for u in users], "gold": gold}
+
+
+def G(subject, attribute, value, statement, **kw):
+    return {"subject": subject, "attribute": attribute, "value": value, "statement": statement, **kw}
+
+
+# the gold of the scenario the fixtures were recorded with (see tests/fixtures/requests/README.md)
+GOLD = GoldIndex([{"cases": [{"id": "fixtures", "ops": [
+    W("Hi, I'm Alice. I live in Berlin. I love coffee.", "I work as a nurse at the Charite hospital.",
+      gold=[G("user", "name", "Alice", "User's name is Alice"), G("user", "lives in", "Berlin", "User lives in Berlin"),
+            G("user", "likes", "coffee", "User loves coffee"),
+            G("user", "works at", "Charite hospital", "User works as a nurse at the Charite hospital")]),
+    W("I moved to Lisbon last month. I no longer drink coffee.",
+      gold=[G("user", "lives in", "Lisbon", "User moved to Lisbon last month", intent="supersede", replaces="Berlin"),
+            G("user", "likes", "coffee", "User no longer drinks coffee", intent="retract")]),
+    W("Alice lives in Berlin.", gold=[G("Alice", "lives in", "Berlin", "Alice lives in Berlin")]),
+    W("Alice moved from Berlin to Lisbon.",
+      gold=[G("Alice", "lives in", "Lisbon", "Alice lives in Lisbon", intent="supersede", replaces="Berlin")]),
+]}]}])
+ORACLE = Oracle(GOLD)
+
+
+def content(name: str) -> dict:
+    reply = ORACLE.chat(fixture(name))
+    assert reply.matched, name
+    return json.loads(reply.content)
+
+
+def test_mem0_2_extracts_only_the_new_messages():
+    assert content("mem0-2.2.1-extract") == {"memory": [
+        {"id": "0", "text": "User moved to Lisbon last month", "attributed_to": "user", "linked_memory_ids": []},
+        {"id": "1", "text": "User no longer drinks coffee", "attributed_to": "user", "linked_memory_ids": []}]}
+    first = content("mem0-2.2.1-extract-first")["memory"]
+    assert [m["text"] for m in first] == ["User's name is Alice", "User lives in Berlin", "User loves coffee",
+                                         "User works as a nurse at the Charite hospital"]
+
+
+def test_mem0_1_facts_then_decision_update_and_delete():
+    assert content("mem0-1.0.11-facts")["facts"][:2] == ["User's name is Alice", "User lives in Berlin"]
+    decision = {m["id"]: m for m in content("mem0-1.0.11-decision")["memory"]}
+    # old memories: 0 loves coffee, 1 lives in Berlin, 2 nurse, 3 name (remapped ids)
+    assert decision["1"] == {"id": "1", "text": "User moved to Lisbon last month", "event": "UPDATE",
+                             "old_memory": "User lives in Berlin"}
+    assert decision["0"]["event"] == "DELETE"
+    assert decision["2"]["event"] == decision["3"]["event"] == "NONE"
+    assert [m for m in decision.values() if m["event"] == "ADD"] == [
+        {"id": "4", "text": "User no longer drinks coffee", "event": "ADD"}]
+
+
+def test_mem0_1_decision_with_empty_memory_adds_every_fact():
+    reply = ORACLE.chat(fixture("mem0-1.0.11-decision-empty"))
+    out = json.loads(reply.content)["memory"]
+    assert out and all(m["event"] == "ADD" for m in out)
+
+
+def tool_args(name: str) -> list[tuple[str, dict]]:
+    reply = ORACLE.chat(fixture(name))
+    return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in reply.tool_calls]
+
+
+def test_mem0_1_graph_tool_calls_use_json_string_arguments():
+    (name, args), = tool_args("mem0-1.0.11-extract_entities")
+    assert name == "extract_entities"
+    assert {"entity": "alice", "entity_type": "person"} in args["entities"]
+    assert {"entity": "berlin", "entity_type": "entity"} in args["entities"]
+    (name, args), = tool_args("mem0-1.0.11-establish_relationships")
+    assert {"source": "alice", "relationship": "lives_in", "destination": "berlin"} in args["entities"]
+    deletes = tool_args("mem0-1.0.11-delete_graph_memory")
+    assert ("delete_graph_memory", {"source": "alice", "relationship": "lives_in", "destination": "berlin"}) in deletes
+    assert ("delete_graph_memory", {"source": "alice", "relationship": "likes", "destination": "coffee"}) in deletes
+
+
+@pytest.mark.parametrize("client", ["chat", "responses"])
+def test_graphiti_structured_outputs_by_schema_name(client):
+    ents = content(f"graphiti-0.31.2-{client}-ExtractedEntities")["extracted_entities"]
+    assert {"name": "Alice", "entity_type_id": 0} in ents and {"name": "Lisbon", "entity_type_id": 0} in ents
+    edges = content(f"graphiti-0.31.2-{client}-ExtractedEdges")["edges"]
+    assert edges == [{"source_entity_name": "Alice", "target_entity_name": "Lisbon", "relation_type": "LIVES_IN",
+                      "fact": "Alice lives in Lisbon", "valid_at": "2024-06-01T00:00:00Z", "invalid_at": None}]
+    assert content(f"graphiti-0.31.2-{client}-EdgeDuplicate") == {"duplicate_facts": [], "contradicted_facts": [0]}
+    res = content(f"graphiti-0.31.2-{client}-NodeResolutions")["entity_resolutions"]
+    assert res == [{"id": 0, "name": "Alice Smith", "duplicate_candidate_id": -1}]
+    ts = json.loads(ORACLE.chat(fixture(f"graphiti-0.31.2-{client}-EdgeTimestamps")).content)
+    assert ts["valid_at"] and ts["valid_at"].endswith("Z")  # a null valid_at would never invalidate anything
+    assert content(f"graphiti-0.31.2-{client}-Summary")["summary"]
+    assert content(f"graphiti-0.31.2-{client}-SummaryDescription")["description"]
+
+
+def test_graphiti_unknown_attribute_models_are_answered_from_their_schema():
+    reply = ORACLE.chat(fixture("graphiti-0.31.2-chat-Person"))
+    assert not reply.matched and json.loads(reply.content) == {"occupation": None}
+
+
+def test_graphiti_rerank_always_has_top_logprobs():
+    reply = ORACLE.chat(fixture("graphiti-0.31.2-rerank"))
+    top = reply.logprobs["content"][0]["top_logprobs"]
+    assert [t["token"] for t in top] == ["True", "False"]
+    body = chat_completion(fixture("graphiti-0.31.2-rerank"), reply, "x")
+    assert body["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+
+
+def test_responses_envelope_carries_output_text():
+    req = fixture("graphiti-0.31.2-responses-EdgeDuplicate")
+    body = response_object(req, ORACLE.chat(req), "x")
+    msg = body["output"][0]
+    assert msg["type"] == "message" and msg["content"][0]["type"] == "output_text"
+    assert json.loads(msg["content"][0]["text"]) == {"duplicate_facts": [], "contradicted_facts": [0]}
+
+
+def test_unmatched_text_gets_a_well_formed_empty_answer():
+    req = {"model": "m", "messages": [{"role": "user", "content": "What is the weather like?"}],
+           "response_format": {"type": "json_object"}}
+    reply = ORACLE.chat(req)
+    assert reply.dialect == "unmatched" and not reply.matched and json.loads(reply.content) == {}
+
+
+def test_letta_agent_inserts_one_fact_per_step_then_ends_the_turn():
+    gold = GoldIndex([{"cases": [{"id": "l", "ops": [W("My passport number is P-999.",
+                                                       gold=[G("user", "passport", "P-999", "My passport number is P-999.")])]}]}])
+    tools = [{"type": "function", "function": {"name": n}} for n in ("archival_memory_insert", "conversation_search")]
+    req = {"model": "m", "tools": tools, "messages": [{"role": "system", "content": "<human>\nName: Bob\n</human>"},
+                                                      {"role": "user", "content": "My passport number is P-999."}]}
+    first = Oracle(gold).chat(req)
+    call = first.tool_calls[0]["function"]
+    assert call["name"] == "archival_memory_insert" and json.loads(call["arguments"]) == {"content": "My passport number is P-999."}
+    req["messages"] += [{"role": "assistant", "content": None, "tool_calls": first.tool_calls},
+                        {"role": "tool", "content": "ok", "tool_call_id": "call_0"}]
+    assert Oracle(gold).chat(req).content == "Noted."
+
+
+def test_base64_embeddings_decode_to_the_float_vector():
+    from memmatrix.model.embed import HashEmbedder, encode_base64
+    vec = HashEmbedder(64)("Alice lives in Berlin")
+    raw = base64.b64decode(encode_base64(vec))
+    assert list(struct.unpack("<64f", raw)) == pytest.approx(vec, abs=1e-6)
