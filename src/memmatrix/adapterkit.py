@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--port-file", help="write the bound port here once listening")
     parser.add_argument("--data-dir", required=True, help="where the system keeps its stores")
-    parser.add_argument("--runtime-config", default="{}",
+    parser.add_argument("--runtime-config", default=os.environ.get("MEMMATRIX_RUNTIME_CONFIG") or "{}",
                         help="JSON merged into the adapter config (runtime-specific, never in transcripts)")
     ns = parser.parse_args(argv)
     sys.modules.setdefault("adapterkit", sys.modules[__name__])  # adapters may `import adapterkit`

@@ -129,7 +129,9 @@ def cmd_model(ns: argparse.Namespace, config: Config) -> int:
 def cmd_check_cases(ns: argparse.Namespace, config: Config) -> int:
     from .cases import load_cases
     from .protocols import get_protocol
-    cf = load_cases(Path(ns.file), config, get_protocol(ns.protocol))
+    from .cases import read_case_json
+    name = ns.protocol or read_case_json(Path(ns.file)).get("protocol", "")
+    cf = load_cases(Path(ns.file), config, get_protocol(name))
     print(f"ok {ns.file}: {cf.protocol} {cf.version}, {len(cf.cases)} case(s), sha256 {cf.sha256}")
     return 0
 
@@ -181,7 +183,7 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check-cases", help="validate a case file against its schema and protocol rules")
     c.add_argument("file", metavar="FILE")
-    c.add_argument("--protocol", default="deletion", help="the protocol the file is for (default: deletion)")
+    c.add_argument("--protocol", help="the protocol the file is for (default: the one the file names)")
     c.set_defaults(func=cmd_check_cases)
     return p
 

@@ -16,6 +16,7 @@ VARIABLES = {
     "MEMMATRIX_CALL_TIMEOUT": "seconds one adapter call may take before it is an ERROR (default 120)",
     "MEMMATRIX_SETTLE_TIMEOUT": "seconds to wait for quiescence, or to poll a system without a signal (default 30)",
     "MEMMATRIX_START_TIMEOUT": "seconds an adapter server may take to start answering (default 120)",
+    "MEMMATRIX_BASE_IMAGE": "compose runtime: the image every Dockerfile starts FROM (default python:3.11-slim)",
 }
 
 

@@ -27,12 +27,13 @@ class RunSettings:
 
 class CaseInterpreter:
     def __init__(self, client: AdapterClient, caps: Capabilities, clock_spec: dict, settings: RunSettings,
-                 judge: Judge | None = None):
+                 judge: Judge | None = None, restart=None):
         self.client = client
         self.caps = caps
         self.clock_spec = clock_spec
         self.settings = settings
         self.judge = judge
+        self.restart = restart  # callable(ctx) -> bool, given by the run: the runtime restarts the system
         self.times: dict[str, str] = {}
 
     def run(self, case: dict) -> None:
@@ -82,6 +83,14 @@ class CaseInterpreter:
                 self.clock.advance()
 
     def _op_settle(self, spec: dict, ctx: dict) -> None:
+        self._settle(ctx)
+
+    def _op_restart(self, spec: dict, ctx: dict) -> None:
+        """Stop the system and start it again on the same stores; the adapter is initialised anew."""
+        if self.restart is None:
+            self.client.transcript.add({**ctx, "kind": "skip", "call": "restart", "reason": "this run cannot restart"})
+            return
+        self.restart(ctx)
         self._settle(ctx)
 
     def _op_advance(self, spec: dict, ctx: dict) -> None:

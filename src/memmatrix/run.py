@@ -13,7 +13,8 @@ from .cases import CaseFile
 from .config import Config
 from .errors import AdapterError, RuntimeFailure
 from .judge import Judge
-from .model import Gateway, GatewaySettings
+from .model import GatewaySettings
+from .model.handle import ADAPTER_KEY, LocalGateway
 from .interpreter import CaseInterpreter, RunSettings
 from .protocols import EvalProtocol
 from .runtimes import start_runtime
@@ -63,6 +64,23 @@ def _start(client: AdapterClient, req: RunRequest) -> tuple[dict, Capabilities]:
     return caps, checked
 
 
+def _restarter(runtime, client: AdapterClient, req: RunRequest):
+    """Restart the system keeping its stores, then initialise the adapter again (recorded like the first time)."""
+    def restart(ctx: dict) -> bool:
+        try:
+            runtime.restart()
+        except Exception as exc:  # recorded as an ERROR of the restart step, never raised out of the run
+            client.transcript.add({**ctx, "kind": "call", "call": "restart", "args": {},
+                                   "error": {"kind": "runtime", "message": f"{type(exc).__name__}: {exc}"[:500]}})
+            return False
+        client.endpoint = runtime.endpoint
+        client.transcript.add({**ctx, "kind": "call", "call": "restart", "args": {}, "result": {}})
+        config = {"version": req.spec.version, "seed": req.seed, "options": req.spec.version_meta.get("options", {})}
+        ok, _ = client.call("init", {"config": config}, ctx)
+        return ok
+    return restart
+
+
 def findings_of(caps: dict, client: AdapterClient) -> list[str]:
     found = []
     ops = caps["operations"]
@@ -83,27 +101,36 @@ def execute(req: RunRequest, config: Config) -> Path:
     transcript.add({"kind": "run", "protocol": {"name": req.protocol.name, "version": req.protocol.version},
                     "dataset": {"version": req.cases.version, "sha256": req.cases.sha256},
                     "system": {"name": req.spec.name, "version": req.spec.version}})
-    with Gateway(req.gateway, [req.cases.data]) as gw:
-        model = {"base_url": gw.url, "api_key": "sk-memmatrix-gateway", **gw.models()}
-        judge = Judge(gw.url, gw.identity()["id"]) if req.judge and req.protocol.uses_judge else None
-        with start_runtime(req.runtime, req.spec, config, {**req.runtime_config, "model": model}) as runtime:
+    local = None if req.runtime == "compose" else LocalGateway(req.gateway, [req.cases.data])
+    try:
+        runtime_config = dict(req.runtime_config)
+        if local is not None:
+            runtime_config["model"] = {"base_url": local.adapter_url, "api_key": ADAPTER_KEY, **local.models()}
+        with start_runtime(req.runtime, req.spec, config, runtime_config,
+                           gateway=(req.gateway, [req.cases.data])) as runtime:
+            gw = local or runtime.gateway
+            judge = Judge(gw.url, gw.state()["identity"]["id"]) if req.judge and req.protocol.uses_judge else None
             client = AdapterClient(runtime.endpoint, transcript, config.schemas_dir, config.call_timeout_s)
-            client.on_call = lambda ctx, op: gw.recorder.set_context(
-                {"case": ctx.get("case"), "index": ctx.get("index"), "call": op})
+            client.on_call = lambda ctx, op: gw.set_context({"case": ctx.get("case"), "index": ctx.get("index"),
+                                                             "call": op})
             caps, checked = _start(client, req)
             settings = RunSettings(settle_timeout_s=config.settle_timeout_s)
+            reinit = _restarter(runtime, client, req)
             for case in req.cases.cases:
-                CaseInterpreter(client, checked, req.cases.data["clock"], settings, judge).run(case)
+                CaseInterpreter(client, checked, req.cases.data["clock"], settings, judge, reinit).run(case)
             runtime_facts = runtime.describe()
             findings = findings_of(caps, client)
             adapter_ms = client.stats.summary()
-        model_text, cost, model_latency = gw.recorder.text(), gw.recorder.cost(), gw.recorder.latency()
-        findings += gateway_findings(gw, cost)
-        identity = gw.identity()
+            state = gw.state()
+    finally:
+        if local is not None:
+            local.close()
+    model_text, cost, model_latency, identity = state["transcript"], state["cost"], state["latency"], state["identity"]
+    findings += gateway_findings(state["upstream"], cost)
     if req.gateway.mode == "proxy" and cost["total"]["llm_calls"] + cost["total"]["embedding_calls"] + \
-            cost["total"]["errors"] > 0 and gw.upstream["ok"] == 0:
+            cost["total"]["errors"] > 0 and state["upstream"]["ok"] == 0:
         raise RuntimeFailure(f"the run was configured for the real model {identity['id']} at "
-                             f"{req.gateway.upstream_url} but never reached it ({gw.upstream['first_error']}); "
+                             f"{req.gateway.upstream_url} but never reached it ({state['upstream']['first_error']}); "
                              "no result was written")
 
     cases = score_transcript(req.protocol, transcript.records)
@@ -151,17 +178,17 @@ def execute(req: RunRequest, config: Config) -> Path:
     return write_run(target, result, files, config.schemas_dir)
 
 
-def gateway_findings(gw: Gateway, cost: dict) -> list[str]:
+def gateway_findings(upstream: dict, cost: dict) -> list[str]:
     found = []
     total = cost["total"]
     if total["unmatched"]:
         found.append(f"the oracle matched no gold fact for {total['unmatched']} model call(s); they got well-formed "
                      "empty answers (see matched=false in model-transcript.jsonl)")
-    if gw.upstream["errors"]:
-        found.append(f"{gw.upstream['errors']} upstream model call(s) failed: {gw.upstream['first_error']}")
-    if gw.upstream["replay_misses"]:
-        found.append(f"{gw.upstream['replay_misses']} model request(s) were not in the recording: "
-                     f"{gw.upstream['first_error']}")
-    if total["errors"] and not (gw.upstream["errors"] or gw.upstream["replay_misses"]):
+    if upstream["errors"]:
+        found.append(f"{upstream['errors']} upstream model call(s) failed: {upstream['first_error']}")
+    if upstream["replay_misses"]:
+        found.append(f"{upstream['replay_misses']} model request(s) were not in the recording: "
+                     f"{upstream['first_error']}")
+    if total["errors"] and not (upstream["errors"] or upstream["replay_misses"]):
         found.append(f"{total['errors']} model call(s) failed inside the gateway")
     return found

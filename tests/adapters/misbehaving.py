@@ -16,16 +16,22 @@ Reference = adapterkit.load_adapter_class(f"{_REF}:ReferenceAdapter", module_nam
 
 
 class _AfterForget(Reference):
-    """Behaves until the first forget, then misbehaves in door()."""
+    """Behaves until the first forget, then misbehaves in door(), also after a restart."""
 
-    forgot = False
+    @property
+    def _flag(self):
+        return self.mem.path.parent / "forgot"
+
+    @property
+    def forgot(self):
+        return self._flag.exists()
 
     def forget(self, scope, at, text):
-        self.forgot = True
+        self._flag.touch()
         return super().forget(scope, at, text)
 
     def reset(self):
-        self.forgot = False
+        self._flag.unlink(missing_ok=True)
         super().reset()
 
 

@@ -30,6 +30,12 @@ CHAT_MODEL = "memmatrix-oracle"
 EMBED_MODEL = "memmatrix-embed"
 
 
+def adapter_models(settings: GatewaySettings) -> dict:
+    """What adapters are told to ask for (any name works; proxy mode pins the upstream's)."""
+    dims = 384 if settings.embedder == "minilm" else settings.embed_dims
+    return {"chat_model": CHAT_MODEL, "embedding_model": EMBED_MODEL, "embedding_dims": dims}
+
+
 class BadRequest(Exception):
     pass
 
@@ -79,9 +85,12 @@ class Gateway:
         return self.settings.identity(self.oracle.version, getattr(self.embedder, "name", "none"))
 
     def models(self) -> dict:
-        """What adapters are told to ask for (any name works; proxy mode pins the upstream's)."""
-        return {"chat_model": CHAT_MODEL, "embedding_model": EMBED_MODEL,
-                "embedding_dims": getattr(self.embedder, "dims", self.settings.embed_dims)}
+        return adapter_models(self.settings)
+
+    def state(self) -> dict:
+        """Everything a run needs from the gateway when it ends."""
+        return {"transcript": self.recorder.text(), "cost": self.recorder.cost(), "latency": self.recorder.latency(),
+                "identity": self.identity(), "upstream": dict(self.upstream)}
 
     # ------------------------------------------------------------------ requests
     def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict]:
@@ -90,6 +99,8 @@ class Gateway:
                                                     for m in (CHAT_MODEL, EMBED_MODEL)]}
         if method == "GET" and path == "/health":
             return 200, {"ok": True, "mode": self.settings.mode}
+        if method == "GET" and path == "/_memmatrix/state":
+            return 200, self.state()
         if method != "POST":
             return 404, _error(f"no route {method} {path}", "not_found")
         try:
@@ -98,6 +109,11 @@ class Gateway:
             return 400, _error("the request body is not JSON", "invalid_request_error")
         if path == "/_memmatrix/context":
             self.recorder.set_context(body if isinstance(body, dict) else {})
+            return 200, {"ok": True}
+        if path == "/_memmatrix/gold":  # a gateway running as a service gets the run's case files over the wire
+            if not isinstance(body, dict) or not isinstance(body.get("case_files"), list):
+                return 400, _error("'case_files' must be a list of case files", "invalid_request_error")
+            self.oracle = Oracle(GoldIndex(body["case_files"]))
             return 200, {"ok": True}
         routes = {"/v1/chat/completions": ("chat", self._chat), "/v1/responses": ("chat", self._chat),
                   "/v1/embeddings": ("embedding", self._embeddings)}

@@ -29,7 +29,7 @@ STEPS = (
             needs=("setup",)),
     StepDef("B", "hygiene", "the stale value is absent from the door, or present but qualified as former",
             needs=("setup",)),
-    StepDef("C", "durable", "A and B still hold after every background job ran", needs=("setup",),
+    StepDef("C", "durable", "A and B still hold after every background job ran and the system restarted", needs=("setup",),
             essential="run_background_jobs"),
     StepDef("C'", "re-entry", "A and B still hold after the day-1 material is re-fed through another write path",
             needs=("setup",), essential="import_history"),
@@ -149,10 +149,11 @@ class _Scorer:
         return self._cell(key, verdict, reason, checks, a[3] or b[3])
 
     def _C(self) -> Cell:
-        jobs = self._op("jobs", "jobs")
-        errs = jobs.errors() if jobs else []
-        if errs:
-            return Cell("C", ERROR, f"the background jobs failed: {errs[0]['error']['message']}")
+        for kind in ("jobs", "restart"):
+            op = self._op("jobs", kind)
+            errs = op.errors() if op else []
+            if errs:
+                return Cell("C", ERROR, f"the {kind} step failed: {errs[0]['error']['message']}")
         return self._again("C", "after-jobs")
 
     def _Cp(self) -> Cell:

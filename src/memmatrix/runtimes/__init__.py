@@ -19,7 +19,8 @@ RUNTIMES = ("inprocess", "embedded", "compose")
 
 
 @contextmanager
-def start_runtime(kind: str, spec: SystemSpec, config: Config, runtime_config: dict | None = None) -> Iterator[Runtime]:
+def start_runtime(kind: str, spec: SystemSpec, config: Config, runtime_config: dict | None = None,
+                  gateway: tuple | None = None) -> Iterator[Runtime]:
     """Start ``spec`` under runtime ``kind``; always stops it, on success, failure and Ctrl-C."""
     if kind == "inprocess":
         from .inprocess import InProcessRuntime as cls
@@ -32,6 +33,7 @@ def start_runtime(kind: str, spec: SystemSpec, config: Config, runtime_config: d
     if spec.folder is not None and kind not in spec.runtimes:
         raise ConfigError(f"system {spec.name!r} does not offer the {kind!r} runtime; it offers {spec.runtimes}")
     runtime = cls(spec, config, runtime_config or {})
+    runtime.gateway_spec = gateway  # (settings, case files): a runtime that hosts its own gateway uses it
     try:
         runtime.start()
         yield runtime

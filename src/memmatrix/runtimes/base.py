@@ -19,6 +19,8 @@ class Runtime:
         self.config = config
         self.runtime_config = dict(runtime_config)
         self.endpoint: Endpoint | None = None
+        self.gateway = None        # set by runtimes that host the model gateway themselves (compose)
+        self.gateway_spec = None   # (GatewaySettings, case files) handed over by start_runtime
         self._scratch: Path | None = None
 
     def scratch(self) -> Path:
@@ -28,6 +30,10 @@ class Runtime:
         return self._scratch
 
     def start(self) -> None:
+        raise NotImplementedError
+
+    def restart(self) -> None:
+        """Stop the system and start it again on the same stores (durability across restarts)."""
         raise NotImplementedError
 
     def stop(self) -> None:

@@ -47,13 +47,14 @@ class EmbeddedRuntime(Runtime):
 
     def start(self) -> None:
         self.python = self.interpreter()
+        started = time.monotonic()
         scratch = self.scratch()
         self.log_path = scratch / "adapter.log"
         port_file = scratch / "port"
         cmd = [self.python, "-u", adapterkit.__file__, "--adapter", self.spec.adapter,
                "--data-dir", str(scratch / "data"), "--port", "0", "--port-file", str(port_file),
                "--runtime-config", json.dumps(self.runtime_config)]
-        log = open(self.log_path, "w", encoding="utf-8")
+        log = open(self.log_path, "a", encoding="utf-8")
         try:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True, env=self._env())
@@ -77,6 +78,10 @@ class EmbeddedRuntime(Runtime):
             raise AdapterError(self._failure(f"speaks wire version {health.get('wire_version')}, "
                                              f"memmatrix speaks {adapterkit.WIRE_VERSION}"))
         self.endpoint = endpoint
+        took = time.monotonic() - started
+        if took > 2:  # a slow start (a heavy import) is worth saying; a fast one is not
+            print(f"memmatrix: adapter for {self.spec.name} answering on {url} after {took:.1f} s", file=sys.stderr,
+                  flush=True)
 
     def _env(self) -> dict:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
@@ -87,7 +92,18 @@ class EmbeddedRuntime(Runtime):
         return (f"the adapter server for {self.spec.name!r} ({self.spec.adapter}) {what}.\n"
                 f"  log: {self.log_path}\n{log_tail(self.log_path)}")
 
+    def restart(self) -> None:
+        self._halt()
+        if self.endpoint is not None:
+            self.endpoint.close()
+        (self.scratch() / "port").unlink(missing_ok=True)
+        self.start()
+
     def stop(self) -> None:
+        self._halt()
+        super().stop()
+
+    def _halt(self) -> None:
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             if self.endpoint is not None:
@@ -115,7 +131,6 @@ class EmbeddedRuntime(Runtime):
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        super().stop()
 
     def describe(self) -> dict:
         from .venv import python_version

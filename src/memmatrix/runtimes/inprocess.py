@@ -20,7 +20,12 @@ class InProcessRuntime(Runtime):
             cls = load_adapter_class(self.spec.adapter, module_name=f"memmatrix_inproc_{self.spec.name}")
         except AdapterLoadError as exc:
             raise AdapterError(str(exc)) from None
+        self.cls = cls
         self.endpoint = InProcessEndpoint(cls, {**self.runtime_config, "data_dir": str(self.scratch())})
+
+    def restart(self) -> None:
+        self.endpoint.close()  # the instance goes; its data directory stays
+        self.endpoint = InProcessEndpoint(self.cls, {**self.runtime_config, "data_dir": str(self.scratch())})
 
     def describe(self) -> dict:
         return {"name": self.name, "python": sys.version.split()[0]}

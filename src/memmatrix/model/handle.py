@@ -1,0 +1,57 @@
+"""How a run talks to its gateway: in this process (embedded runtimes) or as a compose service."""
+
+from __future__ import annotations
+
+import requests
+
+from .gateway import Gateway, adapter_models
+from .settings import GatewaySettings
+
+ADAPTER_KEY = "sk-memmatrix-gateway"  # adapters never see a real key: the gateway holds it
+
+
+class LocalGateway:
+    """A gateway thread in the harness process, on loopback."""
+
+    def __init__(self, settings: GatewaySettings, case_files: list[dict]):
+        self.gateway = Gateway(settings, case_files).start()
+        self.url = self.gateway.url                    # for the harness (judge)
+        self.adapter_url = self.gateway.url            # for adapters
+        self.settings = settings
+
+    def set_context(self, context: dict) -> None:
+        self.gateway.recorder.set_context(context)
+
+    def state(self) -> dict:
+        return self.gateway.state()
+
+    def models(self) -> dict:
+        return adapter_models(self.settings)
+
+    def close(self) -> None:
+        self.gateway.stop()
+
+
+class RemoteGateway:
+    """The gateway compose service: the harness reaches it on its published loopback port."""
+
+    def __init__(self, url: str, adapter_url: str, settings: GatewaySettings, case_files: list[dict]):
+        self.url, self.adapter_url, self.settings = url.rstrip("/"), adapter_url, settings
+        self.root = self.url.rsplit("/v1", 1)[0]
+        self.session = requests.Session()
+        r = self.session.post(f"{self.root}/_memmatrix/gold", json={"case_files": case_files}, timeout=60)
+        r.raise_for_status()
+
+    def set_context(self, context: dict) -> None:
+        self.session.post(f"{self.root}/_memmatrix/context", json=context, timeout=30).raise_for_status()
+
+    def state(self) -> dict:
+        r = self.session.get(f"{self.root}/_memmatrix/state", timeout=120)
+        r.raise_for_status()
+        return r.json()
+
+    def models(self) -> dict:
+        return adapter_models(self.settings)
+
+    def close(self) -> None:
+        self.session.close()
