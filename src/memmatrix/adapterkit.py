@@ -305,7 +305,7 @@ def serve(cls: type, host: str, port: int, runtime_config: dict, port_file: str 
         Path(tmp).write_text(str(bound))
         os.replace(tmp, port_file)
     print(f"memmatrix adapter {cls.__name__} listening on {host}:{bound}", flush=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         stop.wait()

@@ -67,12 +67,14 @@ def _start(client: AdapterClient, req: RunRequest) -> tuple[dict, Capabilities]:
 def _restarter(runtime, client: AdapterClient, req: RunRequest):
     """Restart the system keeping its stores, then initialise the adapter again (recorded like the first time)."""
     def restart(ctx: dict) -> bool:
+        t0 = time.perf_counter()
         try:
             runtime.restart()
         except Exception as exc:  # recorded as an ERROR of the restart step, never raised out of the run
             client.transcript.add({**ctx, "kind": "call", "call": "restart", "args": {},
                                    "error": {"kind": "runtime", "message": f"{type(exc).__name__}: {exc}"[:500]}})
             return False
+        client.stats.add("restart", (time.perf_counter() - t0) * 1000)  # the system's stop and start, not ours
         client.endpoint = runtime.endpoint
         client.transcript.add({**ctx, "kind": "call", "call": "restart", "args": {}, "result": {}})
         config = {"version": req.spec.version, "seed": req.seed, "options": req.spec.version_meta.get("options", {})}

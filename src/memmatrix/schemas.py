@@ -22,10 +22,16 @@ def _load(schemas_dir: str, name: str) -> dict:
 
 
 @lru_cache(maxsize=None)
+def _checked(schemas_dir: str, name: str) -> dict:
+    schema = _load(schemas_dir, name)
+    Draft202012Validator.check_schema(schema)  # once per schema file, not once per definition
+    return schema
+
+
+@lru_cache(maxsize=None)
 def validator(schemas_dir: str, name: str, definition: str | None = None) -> Draft202012Validator:
     """A validator for ``schemas/<name>.schema.json``, or for one of its ``$defs``."""
-    schema = _load(schemas_dir, name)
-    Draft202012Validator.check_schema(schema)
+    schema = _checked(schemas_dir, name)
     if definition is None:
         return Draft202012Validator(schema)
     if definition not in schema.get("$defs", {}):

@@ -182,7 +182,7 @@ class _State:
             if name in self.forgotten:
                 held = sorted(s for s, hit in now.items() if hit)
                 if held:
-                    outcomes.append((FAIL, f"{name} still held by derived store(s) {held}", [{**check, "ok": False}]))
+                    outcomes.append((FAIL, f"{name} still held by store(s) {held}", [{**check, "ok": False}]))
                 elif not any(before.values()):
                     outcomes.append((SKIP, f"no store held {name} before deletion, so the probes prove nothing",
                                      [{**check, "ok": None}]))
