@@ -45,7 +45,7 @@ PHASES = {"now": ("A", "B", "D"), "after-jobs": ("C",), "after-reimport": ("C'",
 
 class ContradictionProtocol(EvalProtocol):
     name = "contradiction"
-    version = "1.0.0"
+    version = "1.1.0"
     steps = STEPS
     uses_judge = True
 

@@ -52,7 +52,7 @@ def _combine(outcomes: list[tuple[str, str, list[dict]]]) -> tuple[str, str, lis
 
 class DeletionProtocol(EvalProtocol):
     name = "deletion"
-    version = "1.0.0"
+    version = "1.1.0"
     steps = STEPS
 
     # ---------------------------------------------------------------- validation
