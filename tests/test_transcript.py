@@ -20,3 +20,12 @@ def test_transcript_text_is_canonical_and_hash_stable():
     b.add({"a": "é", "b": 1})
     assert a.text() == '{"a":"é","b":1}\n'
     assert a.sha256() == b.sha256()
+
+
+def test_arguments_are_recorded_as_sent_and_only_answers_are_normalised():
+    t = Transcript()
+    t.normalize.volatile_fields = frozenset({"at"})
+    rec = t.add_exchange({"case": "c"}, "audit", {"scope": "s", "at": "2026-03-02T09:00:00Z", "api_key": "sk-1"},
+                         result={"events": [{"at": "2026-11-29T15:00:00", "memory_id": "m1"}]})
+    assert rec["args"] == {"scope": "s", "at": "2026-03-02T09:00:00Z", "api_key": "~redacted"}
+    assert rec["result"] == {"events": [{"at": "~volatile", "memory_id": "~1"}]}

@@ -25,6 +25,7 @@ NORMALIZATION = {
            + " and UUID-shaped strings anywhere are renumbered ~1, ~2 ... in order of first appearance",
     "volatile_fields": "values of the fields the adapter declares volatile are replaced by ~volatile",
     "secrets": "values under keys that name a key, secret, password or authorization are replaced by ~redacted",
+    "scope": "answers are normalised; the harness's own arguments are recorded as sent, secrets redacted",
 }
 
 
@@ -40,6 +41,16 @@ class Normalizer:
 
     def _text(self, text: str) -> str:
         return _UUID.sub(lambda m: self._id(m.group(0).lower()), text)
+
+    def redact(self, value: Any, key: str | None = None) -> Any:
+        """Secrets only: what the harness sends is its own deterministic data and stays as sent."""
+        if key is not None and _SECRET_KEY.search(key) and isinstance(value, str):
+            return "~redacted"
+        if isinstance(value, dict):
+            return {k: self.redact(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.redact(v, key) for v in value]
+        return value
 
     def __call__(self, value: Any, key: str | None = None) -> Any:
         if key is not None and key in self.volatile_fields and value is not None:
@@ -71,7 +82,7 @@ class Transcript:
 
     def add_exchange(self, context: dict, call: str, args: dict, result: Any = None,
                      error: dict | None = None) -> dict:
-        rec = {**context, "kind": "call", "call": call, "args": self.normalize(args)}
+        rec = {**context, "kind": "call", "call": call, "args": self.normalize.redact(args)}
         if error is not None:
             rec["error"] = error
         else:

@@ -132,7 +132,7 @@ class Mem0Adapter:
             "stores": stores,
             "background_jobs": [],
             "qualifiers": [],
-            "volatile_fields": ["created_at", "updated_at", "at"],
+            "volatile_fields": ["created_at", "updated_at", "recorded_at"],
             "notes": ["oracle mode: extraction by the memmatrix oracle (a perfect extractor)",
                       f"mem0ai {self.version}, qdrant local on disk, sqlite history"
                       + (", kuzu graph store" if self.v1 else ""),
@@ -192,8 +192,10 @@ class Mem0Adapter:
 
     def audit(self, scope: str) -> dict:
         mine = set(self._owners().get(scope, []))
-        return {"events": [{"event": r["event"], "memory_id": r["memory_id"], "actor": r.get("actor_id"),
-                            "at": r.get("created_at"), "old_memory": r.get("old_memory"), "new_memory": r.get("new_memory")}
+        # mem0 stamps wall-clock times, not the harness clock: at is null, the stamp is kept as recorded_at
+        return {"events": [{"event": r["event"], "memory_id": r["memory_id"], "actor": r.get("actor_id"), "at": None,
+                            "recorded_at": r.get("created_at"), "old_memory": r.get("old_memory"),
+                            "new_memory": r.get("new_memory")}
                            for r in self._history_rows() if r["memory_id"] in mine]}
 
     def probe(self, store: str, scope: str, needle: dict) -> dict:
