@@ -71,7 +71,7 @@ class MinimalAdapter:
         return {"items": [{"text": m["text"]} for m in self._matches(query, scope)[:k]]}
 
     def forget(self, scope: str, at: str, text: str) -> dict:
-        self.memories = [m for m in self.memories if m["scope"] != scope or coverage(text, m["text"]) < 0.6]
+        self.memories = [m for m in self.memories if m["scope"] != scope or coverage(text, m["text"]) < 0.8]
         self._save()
         return {"ids": []}
 

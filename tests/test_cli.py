@@ -20,7 +20,7 @@ def env(monkeypatch, tmp_path):
 def test_unknown_system_lists_the_known_ones(tmp_path, capsys):
     assert main(["run", "--system", "nope", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "unknown system 'nope'; known systems: append, mem0, notes, reference" in err
+    assert "unknown system 'nope'; known systems: append, graphiti, mem0, notes, reference" in err
     assert "path/to/adapter.py:ClassName" in err
 
 

@@ -8,47 +8,55 @@ from conftest import ADAPTERS
 from helpers import run, verdicts
 
 P, F, S, U = "PASS", "FAIL", "SKIP", "UNSUPPORTED"
-COLUMNS = ["setup", "A", "B", "C", "C'", "D", "E", "S"]
+COLUMNS = ["setup", "A", "B", "C", "C'", "D", "E", "S", "U"]
 SHAPES = ["replacement", "polarity", "retraction", "partial", "bounded"]
 
 
-def by_shape(run_dir):
-    """shape -> the single row every case of that shape gets (asserting they agree)."""
+def by_shape(run_dir, without=()):
+    """shape -> the single row every case of that shape gets (asserting they agree), minus some columns."""
     result = json.loads((run_dir / "result.json").read_text())
     rows = {}
     for case in result["cases"]:
-        row = {c["step"]: c["verdict"] for c in case["cells"]}
+        row = {c["step"]: c["verdict"] for c in case["cells"] if c["step"] not in without}
         assert rows.setdefault(case["shape"], row) == row, (case["id"], row, rows[case["shape"]])
     return rows
 
 
 def test_reference_passes_every_column_of_every_case(config, tmp_path):
     rows = by_shape(run(config, "reference", tmp_path, protocol="contradiction"))
-    assert rows == {shape: dict.fromkeys(COLUMNS, P) for shape in SHAPES}
+    expected = {shape: dict.fromkeys(COLUMNS, P) for shape in SHAPES}
+    expected["bounded"]["U"] = S  # nothing was corrected, so there is nothing to undo
+    assert rows == expected
 
 
 def test_notes_keeps_both_values_unqualified(config, tmp_path):
-    rows = by_shape(run(config, "notes", tmp_path, protocol="contradiction"))
-    base = dict(zip(COLUMNS, [P, P, F, U, U, P, U, P]))
+    out = run(config, "notes", tmp_path, protocol="contradiction")
+    rows = by_shape(out, without=("U",))
+    base = dict(zip(COLUMNS[:-1], [P, P, F, U, U, P, U, P]))
     assert rows == {
         "replacement": base, "polarity": base, "partial": base,
         "retraction": {**base, "A": F},             # nothing supersedes: the retracted value reads as current
         "bounded": {**base, "A": P, "B": P},        # the user's own words carry the bound ("until 14 March")
     }
+    undo = {case: cells["U"] for case, cells in verdicts(out).items()}
+    # grep-deleting "I have no sister" deletes the line naming the sister too: nothing is left to come back
+    assert undo == {**{c: P for c in undo}, "retraction-sister": F, "retraction-middle-name": F,
+                    **{c: S for c in undo if c.startswith("bounded")}}
 
 
 def test_append_rederives_and_reimports_the_stale_value(config, tmp_path):
     rows = by_shape(run(config, "append", tmp_path, protocol="contradiction"))
-    base = dict(zip(COLUMNS, [P, P, F, F, F, P, F, P]))
+    base = dict(zip(COLUMNS, [P, P, F, F, F, P, F, P, P]))
     assert rows == {
         "replacement": base, "polarity": base, "partial": base,
         "retraction": {**base, "A": F},
-        "bounded": {**base, "A": P, "B": P, "C": P, "C'": P, "E": P},
+        "bounded": {**base, "A": P, "B": P, "C": P, "C'": P, "E": P, "U": S},
     }
 
 
 def test_the_three_rows_differ(config, tmp_path):
-    rows = [by_shape(run(config, s, tmp_path / s, protocol="contradiction")) for s in ("reference", "notes", "append")]
+    rows = [by_shape(run(config, s, tmp_path / s, protocol="contradiction"), without=("U",))
+            for s in ("reference", "notes", "append")]
     assert rows[0] != rows[1] != rows[2] != rows[0]
 
 

@@ -30,10 +30,15 @@ def test_a_hanging_adapter_errors_everything_after_it(config, tmp_path, runtime)
     first, *others = per_case.values()
     assert [first[s] for s in ("1", "2", "3")] == ["PASS"] * 3
     assert {first[str(n)] for n in range(4, 14)} == {"ERROR"}
-    for cells in others:  # the adapter never answered again: nothing later may pass
-        assert set(cells.values()) == {"ERROR"}
     result = json.loads((out / "result.json").read_text())
     assert any("stopped answering" in f for f in result["findings"])
+    for cells in others:
+        if runtime == "inprocess":  # a hung thread cannot be killed: nothing later may pass
+            assert set(cells.values()) == {"ERROR"}
+        else:  # the process is restarted before the next case, which then hangs at its own forget
+            assert cells == first
+    if runtime == "embedded":
+        assert sum("was restarted before case" in f for f in result["findings"]) == len(others)
 
 
 def test_malformed_answers_name_the_schema(config, tmp_path):

@@ -155,3 +155,14 @@ def test_base64_embeddings_decode_to_the_float_vector():
     vec = HashEmbedder(64)("Alice lives in Berlin")
     raw = base64.b64decode(encode_base64(vec))
     assert list(struct.unpack("<64f", raw)) == pytest.approx(vec, abs=1e-6)
+
+
+def test_graphiti_bulk_combined_extraction_answers_the_current_messages_only():
+    root = Path(__file__).resolve().parents[1]
+    gold = GoldIndex([json.loads((root / "cases/contradiction/1.2.0.json").read_text())])
+    reply = Oracle(gold).chat(fixture("graphiti-0.31.2-chat-CombinedExtraction"))
+    body = json.loads(reply.content)
+    assert reply.matched
+    assert {"name": "Quillmere", "entity_type_id": 0} in body["extracted_entities"]
+    assert [e["fact"] for e in body["edges"]] == ["I live in Quillmere."]  # not Tarrowick: previous messages are context
+    assert body["edges"][0]["episode_indices"] == [0]

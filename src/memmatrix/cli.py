@@ -44,6 +44,12 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
               for p in protocols}
     from .model import GatewaySettings
     gateway = GatewaySettings.from_env()
+    options = {}
+    for item in ns.option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise MemmatrixError(f"--option {item!r} is not KEY=VALUE (e.g. --option forget_path=edge_delete)")
+        options[key] = value
     out = Path(ns.out)
     clean_stale(out) if out.exists() else None
     failures = []
@@ -54,7 +60,7 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
             try:
                 where = execute(RunRequest(spec=spec, protocol=protocol, cases=loaded[protocol.name],
                                            runtime=ns.runtime, out=out, seed=ns.seed, gateway=gateway,
-                                           judge=not ns.no_judge), config)
+                                           judge=not ns.no_judge, options=options), config)
             except MemmatrixError as exc:
                 failures.append(f"{label}: {exc}")
                 print(f"memmatrix: {label} could not run: {exc}", file=sys.stderr, flush=True)
@@ -150,6 +156,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--cases", metavar="FILE", help="case file (default: the newest cases/<protocol>/*.json)")
     r.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
     r.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
+    r.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="an adapter option (see the system's adapter); recorded in the stamp and the result's folder name")
     r.add_argument("--no-judge", action="store_true",
                    help="never consult the pinned judge: hygiene a system leaves unqualified becomes SKIP")
     r.add_argument("--python", metavar="PATH",

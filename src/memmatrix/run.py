@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,25 @@ class RunRequest:
     runtime_config: dict = field(default_factory=dict)
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
     judge: bool = True  # protocols that need a judge get one through the gateway unless this is off
+    options: dict = field(default_factory=dict)  # --option key=value: adapter options beyond the version's
+
+    @property
+    def all_options(self) -> dict:
+        return {**self.spec.version_meta.get("options", {}), **self.options}
+
+    @property
+    def variant(self) -> str:
+        """What sets this run apart from the default setup, for its directory name ('' when nothing)."""
+        parts = [f"{k}={v}" for k, v in sorted(self.options.items())]
+        if self.gateway.mode != "oracle":
+            parts.append(self.gateway.mode)
+        elif self.gateway.ablation:
+            parts.append(f"oracle-{self.gateway.ablation}")
+        return re.sub(r"[^A-Za-z0-9_.=-]+", "-", "+".join(parts))
+
+
+def adapter_config(req: RunRequest) -> dict:
+    return {"version": req.spec.version, "seed": req.seed, "options": req.all_options}
 
 
 def portable(path: Path, home: Path) -> str:
@@ -48,8 +68,7 @@ def portable(path: Path, home: Path) -> str:
 
 def _start(client: AdapterClient, req: RunRequest) -> tuple[dict, Capabilities]:
     ctx = {"case": None, "index": -1, "step": "0"}
-    config = {"version": req.spec.version, "seed": req.seed, "options": req.spec.version_meta.get("options", {})}
-    ok, init = client.call("init", {"config": config}, ctx)
+    ok, init = client.call("init", {"config": adapter_config(req)}, ctx)
     if not ok:
         raise AdapterError(f"the adapter {req.spec.adapter} could not be initialised: {init['message']}")
     ok, caps = client.call("capabilities", {}, ctx)
@@ -77,10 +96,20 @@ def _restarter(runtime, client: AdapterClient, req: RunRequest):
         client.stats.add("restart", (time.perf_counter() - t0) * 1000)  # the system's stop and start, not ours
         client.endpoint = runtime.endpoint
         client.transcript.add({**ctx, "kind": "call", "call": "restart", "args": {}, "result": {}})
-        config = {"version": req.spec.version, "seed": req.seed, "options": req.spec.version_meta.get("options", {})}
-        ok, _ = client.call("init", {"config": config}, ctx)
+        ok, _ = client.call("init", {"config": adapter_config(req)}, ctx)
         return ok
     return restart
+
+
+def _recover(client: AdapterClient, reinit, case_id: str) -> str:
+    """An adapter that stopped answering costs its case, not the run: restart it before the next case."""
+    why = client.unavailable
+    client.unavailable = None
+    ok = reinit({"case": case_id, "index": -1, "step": "0"})
+    if not ok:
+        client.unavailable = f"{why}; restarting the system before case {case_id} failed too"
+        return client.unavailable
+    return f"{why}; the system was restarted before case {case_id} (every later case starts from a reset)"
 
 
 def findings_of(caps: dict, client: AdapterClient) -> list[str]:
@@ -118,10 +147,13 @@ def execute(req: RunRequest, config: Config) -> Path:
             caps, checked = _start(client, req)
             settings = RunSettings(settle_timeout_s=config.settle_timeout_s)
             reinit = _restarter(runtime, client, req)
+            recovered: list[str] = []
             for case in req.cases.cases:
+                if client.unavailable and req.runtime != "inprocess":
+                    recovered.append(_recover(client, reinit, case["id"]))
                 CaseInterpreter(client, checked, req.cases.data["clock"], settings, judge, reinit).run(case)
             runtime_facts = runtime.describe()
-            findings = findings_of(caps, client)
+            findings = findings_of(caps, client) + recovered
             adapter_ms = client.stats.summary()
             state = gw.state()
     finally:
@@ -146,7 +178,8 @@ def execute(req: RunRequest, config: Config) -> Path:
         "system": {"name": name, "version": version, "declared": caps["system"],
                    "adapter": f"{portable(req.spec.adapter_file, config.home)}:{req.spec.adapter.rpartition(':')[2]}",
                    "adapter_sha256": sha256_file(req.spec.adapter_file), "lock_sha256": req.spec.lock_sha256,
-                   "upstream": req.spec.meta.get("upstream"), "image_digests": image, "compose_sha256": compose_sha},
+                   "upstream": req.spec.meta.get("upstream"), "image_digests": image, "compose_sha256": compose_sha,
+                   "options": req.all_options},
         "runtime": runtime_facts,
         "model": identity,
         "judge": judge.identity() if judge else None,
@@ -154,6 +187,7 @@ def execute(req: RunRequest, config: Config) -> Path:
         "dataset": {"path": portable(req.cases.path, config.home), "version": req.cases.version,
                     "sha256": req.cases.sha256},
         "seed": req.seed,
+        "limits": {"call_timeout_s": config.call_timeout_s, "settle_timeout_s": config.settle_timeout_s},
         "clock": {"mode": "virtual", "start": req.cases.data["clock"]["start"]},
         "started_at": started,
         "finished_at": now_utc(),
@@ -176,7 +210,8 @@ def execute(req: RunRequest, config: Config) -> Path:
         files["model-transcript.jsonl"] = model_text
         result["model_transcript"] = {"file": "model-transcript.jsonl", "sha256": sha256_bytes(model_text.encode()),
                                       "records": model_text.count("\n")}
-    target = result_dir(req.out, req.protocol.name, name, version, req.runtime)
+    target = result_dir(req.out, req.protocol.name, name, version,
+                        req.runtime + (f"+{req.variant}" if req.variant else ""))
     return write_run(target, result, files, config.schemas_dir)
 
 

@@ -13,7 +13,7 @@ from .canon import sha256_json
 
 #: Fields of the stamp that decide comparability; the system version is left out on purpose,
 #: so that two pinned versions of one system under one setup can be diffed.
-FINGERPRINT_FIELDS = ("system.name", "protocol.name", "protocol.version", "dataset.sha256",
+FINGERPRINT_FIELDS = ("system.name", "system.options", "protocol.name", "protocol.version", "dataset.sha256",
                       "model.mode", "model.id", "model.oracle_version", "judge.model", "judge.prompt",
                       "clock.mode", "seed")
 

@@ -19,7 +19,7 @@ from adapterkit import contains, coverage
 
 DIMS = 384
 TOP = 5
-FORGET_COVERAGE = 0.6
+FORGET_COVERAGE = 0.8  # a memory is what the request names when it holds 80% of its content words
 VECTOR_PRESENT = 0.9
 
 

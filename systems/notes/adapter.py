@@ -11,7 +11,7 @@ from pathlib import Path
 
 from adapterkit import content_tokens, contains, coverage, tokens
 
-FORGET_COVERAGE = 0.6   # a line is forgotten when it holds 60% of the request's content words
+FORGET_COVERAGE = 0.8  # a memory is what the request names when it holds 80% of its content words
 MAX_LINES = 20          # grep output handed to the model
 
 

@@ -113,10 +113,11 @@ class ReferenceAdapter:
         return {"items": [self._item(f, at) for f in self.mem.rank(query, scope, k)]}
 
     def forget(self, scope: str, at: str, text: str) -> dict:
-        return {"ids": self.mem.forget(scope, at, text)}
+        """Forget what the request states: extracted like any write, then matched by key, value and kind."""
+        return {"ids": self.mem.forget(scope, at, text, self._extract([{"role": "user", "content": text}]))}
 
     def share(self, scope: str, to_scope: str, at: str, text: str) -> dict:
-        return {"ids": self.mem.share(scope, to_scope, at, text)}
+        return {"ids": self.mem.share(scope, to_scope, at, text, self._extract([{"role": "user", "content": text}]))}
 
     def run_background_jobs(self, at: str) -> dict:
         return {"jobs": self.mem.run_jobs(at)}

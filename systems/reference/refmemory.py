@@ -6,7 +6,8 @@ It is the positive control of memmatrix: if it fails a step, the protocol is wro
   conversation into facts: (subject, attribute, value, statement, intent, replaces, validity).
 - A correction never overwrites: it closes the old fact's validity (superseded or retracted)
   and links it to its successor, so the old value stays knowable as history. Material re-fed
-  with its original, older time is recognised as history and reopens nothing.
+  with its original, older time is recognised as history and reopens nothing; forgetting the
+  correction itself reopens what it closed.
 - Forget removes the matching facts, their vectors and every copy shared from them (copies
   keep a back-reference), drops any summary derived from them, and leaves value-level
   tombstones: salted digests that make a later write asserting the same value be rejected.
@@ -22,10 +23,9 @@ import math
 import os
 from pathlib import Path
 
-from adapterkit import content_tokens, coverage, tokens
+from adapterkit import content_tokens, tokens
 
 DIMS = 256
-FORGET_COVERAGE = 0.6
 
 
 def embed(text: str) -> list[float]:
@@ -101,7 +101,14 @@ class RefMemory:
         return fid
 
     def _close(self, fact: dict, at: str, how: str, successor: str | None) -> None:
+        fact["prior_valid_to"] = fact["valid_to"]  # kept, so forgetting the correction can undo this
         fact["valid_to"], fact["ended_by"], fact["superseded_by"] = at, how, successor
+
+    def _reopen_closed_by(self, fid: str) -> None:
+        """A forgotten correction takes its invalidations with it: what it closed is current again."""
+        for f in self.state["facts"].values():
+            if f.get("superseded_by") == fid and f.get("ended_by") in ("superseded", "retracted"):
+                f["valid_to"], f["ended_by"], f["superseded_by"] = f.get("prior_valid_to"), None, None
 
     def remember(self, scope: str, at: str, facts: list[dict]) -> list[str]:
         """Apply extracted facts at event time ``at``; returns the ids of new facts."""
@@ -136,12 +143,18 @@ class RefMemory:
         self.save()
         return added
 
-    def matching(self, scope: str, request: str) -> list[dict]:
-        return [f for f in self.facts(scope) if coverage(request, f["text"]) >= FORGET_COVERAGE]
+    def matching(self, scope: str, request: str, stated: list[dict]) -> list[dict]:
+        """The facts a request names: those with the key, value and kind of what the request states
+        (as extracted), or, when nothing could be extracted, the facts whose statement it is."""
+        if stated:
+            wanted = {(key(f), " ".join(tokens(f["value"])), "retraction" if f.get("intent") == "retract" else "fact")
+                      for f in stated}
+            return [f for f in self.facts(scope) if (key(f), " ".join(tokens(f["value"])), f["kind"]) in wanted]
+        return [f for f in self.facts(scope) if tokens(f["text"]) == tokens(request)]
 
-    def forget(self, scope: str, at: str, request: str) -> list[str]:
+    def forget(self, scope: str, at: str, request: str, stated: list[dict]) -> list[str]:
         gone: list[str] = []
-        queue = [f["id"] for f in self.matching(scope, request)]
+        queue = [f["id"] for f in self.matching(scope, request, stated)]
         while queue:  # follow back-references: a copy goes with its original
             fid = queue.pop(0)
             fact = self.state["facts"].pop(fid, None)
@@ -156,13 +169,14 @@ class RefMemory:
                 if fid in summary["sources"]:
                     del self.state["summaries"][scope_key]
             self._audit("forget", fid, fact["scope"], at, self.digest(fact["value"]))
+            self._reopen_closed_by(fid)
             queue += [f["id"] for f in self.state["facts"].values() if f["copy_of"] == fid]
         self.save()
         return gone
 
-    def share(self, scope: str, to_scope: str, at: str, request: str) -> list[str]:
+    def share(self, scope: str, to_scope: str, at: str, request: str, stated: list[dict]) -> list[str]:
         copies = []
-        for fact in self.matching(scope, request):
+        for fact in self.matching(scope, request, stated):
             f = {k: fact[k] for k in ("subject", "attribute", "value")} | {"statement": fact["text"],
                                                                              "valid_from": fact["valid_from"]}
             cid = self._add(to_scope, at, f, copy_of=fact["id"])

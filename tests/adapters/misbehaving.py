@@ -76,7 +76,7 @@ class WipesScope(Reference):
     def forget(self, scope, at, text):
         ids = []
         for fact in list(self.mem.facts(scope)):
-            ids += self.mem.forget(scope, at, fact["text"])
+            ids += self.mem.forget(scope, at, fact["text"], [])  # by statement: every fact of the scope
         return {"ids": ids}
 
 

@@ -49,7 +49,7 @@ class Gateway:
     def __init__(self, settings: GatewaySettings, case_files: list[dict], host: str = "127.0.0.1", port: int = 0):
         self.settings = settings
         self.host, self.port = host, port
-        self.oracle = Oracle(GoldIndex(case_files))
+        self.oracle = Oracle(GoldIndex(case_files, settings.ablation))
         self.embedder = make_embedder(settings.embedder, settings.embed_dims)
         self.recorder = ModelRecorder(settings.mode)
         self.replay = Replay(settings.replay) if settings.mode == "replay" else None
@@ -113,7 +113,7 @@ class Gateway:
         if path == "/_memmatrix/gold":  # a gateway running as a service gets the run's case files over the wire
             if not isinstance(body, dict) or not isinstance(body.get("case_files"), list):
                 return 400, _error("'case_files' must be a list of case files", "invalid_request_error")
-            self.oracle = Oracle(GoldIndex(body["case_files"]))
+            self.oracle = Oracle(GoldIndex(body["case_files"], self.settings.ablation))
             return 200, {"ok": True}
         routes = {"/v1/chat/completions": ("chat", self._chat), "/v1/responses": ("chat", self._chat),
                   "/v1/embeddings": ("embedding", self._embeddings)}

@@ -30,7 +30,8 @@ class GoldWrite:
 
 
 class GoldIndex:
-    def __init__(self, case_files: list[dict]):
+    def __init__(self, case_files: list[dict], ablation: str = ""):
+        self.ablation = ablation  # an oracle imperfect on purpose (settings.ABLATIONS)
         self.writes: list[GoldWrite] = []
         self.by_statement: dict[str, dict] = {}
         for cf in case_files:

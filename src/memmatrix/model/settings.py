@@ -22,7 +22,9 @@ VARIABLES = {
     "MEMMATRIX_MODEL_REPLAY": "replay: the model-transcript.jsonl to answer from",
     "MEMMATRIX_MODEL_EMBEDDER": "oracle: hash (default) or minilm (needs the minilm extra)",
     "MEMMATRIX_MODEL_EMBED_DIMS": "oracle: dimensions of the hash embedder when a request names none (default 1536)",
+    "MEMMATRIX_MODEL_ORACLE_ABLATION": "oracle: answer imperfectly on purpose; 'undated' gives facts no validity dates",
 }
+ABLATIONS = ("", "undated")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class GatewaySettings:
     replay: Path | None = None
     embedder: str = "hash"
     embed_dims: int = 1536
+    ablation: str = ""
     timeout_s: float = 120.0
 
     @classmethod
@@ -60,7 +63,8 @@ class GatewaySettings:
                 seed=integer("MEMMATRIX_MODEL_SEED", 0), max_tokens=integer("MEMMATRIX_MODEL_MAX_TOKENS", 2000),
                 replay=Path(env["MEMMATRIX_MODEL_REPLAY"]) if env.get("MEMMATRIX_MODEL_REPLAY") else None,
                 embedder=env.get("MEMMATRIX_MODEL_EMBEDDER") or "hash",
-                embed_dims=integer("MEMMATRIX_MODEL_EMBED_DIMS", 1536))
+                embed_dims=integer("MEMMATRIX_MODEL_EMBED_DIMS", 1536),
+                ablation=env.get("MEMMATRIX_MODEL_ORACLE_ABLATION") or "")
         from dataclasses import replace
         s = replace(s, **overrides)
         s.check()
@@ -75,6 +79,8 @@ class GatewaySettings:
         if self.mode == "replay" and (self.replay is None or not self.replay.is_file()):
             raise ConfigError(f"replay mode needs MEMMATRIX_MODEL_REPLAY to name a model-transcript.jsonl "
                               f"(got {self.replay})")
+        if self.ablation not in ABLATIONS:
+            raise ConfigError(f"MEMMATRIX_MODEL_ORACLE_ABLATION={self.ablation!r} is not one of {ABLATIONS[1:]}")
         if self.embedder not in ("hash", "minilm"):
             raise ConfigError(f"MEMMATRIX_MODEL_EMBEDDER={self.embedder!r} is not hash or minilm")
 
@@ -86,6 +92,7 @@ class GatewaySettings:
                     "max_tokens": self.max_tokens}
         if self.mode == "replay":
             return {"mode": "replay", "id": f"replay:{self.replay.name}", "oracle_version": None}
-        return {"mode": "oracle", "id": "memmatrix-oracle", "oracle_version": oracle_version,
+        return {"mode": "oracle", "id": "memmatrix-oracle",
+                "oracle_version": oracle_version + (f"+{self.ablation}" if self.ablation else ""),
                 "embedding_model": embedder_name,
                 "note": "answers from the case files' gold facts: each system's plumbing given a perfect extractor"}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, group_ops
 from .deletion import _combine
-from .hygiene import door_answers, hygiene
+from .hygiene import door_answers, hygiene, judge_for, qualified
 from .observe import holds, sight
 
 STEPS = (
@@ -38,6 +38,8 @@ STEPS = (
             needs=("setup",), essential="probe"),
     StepDef("S", "siblings", "the never-contradicted sibling (and unchanged parts) survive the correction",
             needs=("setup",)),
+    StepDef("U", "undo", "once the correction itself is forgotten, the original value is current again",
+            needs=("setup",), essential="forget"),
 )
 
 PHASES = {"now": ("A", "B", "D"), "after-jobs": ("C",), "after-reimport": ("C'",)}
@@ -45,7 +47,7 @@ PHASES = {"now": ("A", "B", "D"), "after-jobs": ("C",), "after-reimport": ("C'",
 
 class ContradictionProtocol(EvalProtocol):
     name = "contradiction"
-    version = "1.1.0"
+    version = "1.2.0"
     steps = STEPS
     uses_judge = True
 
@@ -196,6 +198,47 @@ class _Scorer:
         if h.verdict == SKIP and not held_before:
             reason = "no derived store held the original value before the correction, so there is nothing to reach"
         return self._cell("E", h.verdict, reason, checks, h.judged)
+
+    def _U(self) -> Cell:
+        op = self._op("after-undo", "assess")
+        forget = self._op("undo", "forget")
+        if op is None or forget is None:
+            return Cell("U", SKIP, "nothing was corrected in this case, so there is nothing to undo")
+        for o in (forget, op):
+            if o.errors():
+                return Cell("U", ERROR, o.errors()[0]["error"]["message"])
+        answers, _ = door_answers(op, self.stale["queries"])
+        held = [(w, a) for w, a in answers if holds(a, self.stale)]
+        if not held:
+            return Cell("U", FAIL, f"the original value {self.stale['token']!r} is gone: forgetting the correction "
+                                   "did not bring it back", [{"op": op.index, "original": "absent"}], "mechanical")
+        at = self.at[op.index]
+        checks, verdicts, judged = [], [], False
+        for where, a in held:
+            items = [it for it in a.get("items", []) if holds(it.get("text", ""), self.stale)]
+            if self.mechanical and items:
+                current = [it for it in items if not qualified(it, at)]
+                verdicts.append(bool(current))
+                checks.append({"op": op.index, **where, "original": "current" if current else "still former"})
+                continue
+            j = judge_for(self._judges(op), where)
+            if j is None or "error" in j:
+                checks.append({"op": op.index, **where, "original": "needs-judge"})
+                verdicts.append(None)
+                continue
+            judged = True
+            ok = j["result"]["verdict"] == "unqualified"  # presented as current: what an undo must restore
+            verdicts.append(ok)
+            checks.append({"op": op.index, **where, "original": "current" if ok else j["result"]["verdict"],
+                           "method": "judged"})
+        method = "judged" if judged else "mechanical"
+        if any(v is True for v in verdicts):
+            return Cell("U", PASS, "", checks, method)
+        if all(v is None for v in verdicts):
+            return Cell("U", SKIP, "the original is served without qualifiers the system exposes; deciding whether it "
+                                   "is current again needs the judge", checks, method)
+        return Cell("U", FAIL, "the original value is served but still marked as no longer current: the correction's "
+                               "invalidation outlived the correction", checks, method)
 
     def _S(self) -> Cell:
         setup = self._op("setup", "assess")

@@ -5,7 +5,9 @@ from __future__ import annotations
 from ..tokens import contains
 
 SHAPES = ("replacement", "polarity", "retraction", "partial", "bounded")
-ORDER = ("setup", "contradict", "now", "jobs", "after-jobs", "reimport", "after-reimport", "derived")
+ORDER = ("setup", "contradict", "now", "jobs", "after-jobs", "reimport", "after-reimport", "derived", "undo",
+         "after-undo")
+OPTIONAL = ("undo", "after-undo")
 
 
 def validate_contradiction_case(case: dict) -> list[str]:
@@ -38,7 +40,7 @@ def validate_contradiction_case(case: dict) -> list[str]:
 
     steps = [str(op["step"]) for op in ops]
     for s in ORDER:
-        if s not in steps:
+        if s not in steps and s not in OPTIONAL:
             bad(f"has no op for step {s!r}")
     if any(s not in ORDER for s in steps):
         bad(f"steps must be among {ORDER}")
@@ -82,6 +84,11 @@ def validate_contradiction_case(case: dict) -> list[str]:
         first = setup_writes[0] if setup_writes else {}
         if imports[0]["messages"] != first.get("messages") or imports[0].get("at_of") != first.get("id"):
             bad("the re-import must re-feed the first setup write's messages at its original time (at_of its id)")
+    undo = find("undo", "forget")
+    if shape == "bounded" and undo:
+        bad("a bounded case has no correction to undo")
+    if shape != "bounded" and (not undo or not find("after-undo", "assess")):
+        bad("a corrected case must forget the correction (step 'undo') and assess again (step 'after-undo')")
     derived = find("derived", "probe")
     if not derived or derived[0].get("stale") != "original":
         bad("step 'derived' must probe the original with stale 'original'")

@@ -30,7 +30,8 @@ STEPS = (
             needs=("1",), essential="run_background_jobs"),
     StepDef("8", "gone-after-jobs", "still unreachable after the background jobs and a restart; twin served",
             needs=("3", "7")),
-    StepDef("9", "derived-stores", "no derived store (vectors, history, summaries, buffers) still holds the canary", needs=("3",), essential="probe"),
+    StepDef("9", "derived-stores", "no store (vectors, history, summaries, buffers) holds the canary, right after the "
+            "forget or at the end", needs=("3",), essential="probe"),
     StepDef("10", "audit", "the deletion is audited as an event, without the deleted value", needs=("3",), essential="audit"),
     StepDef("11", "share", "a second canary is shared to another scope before deletion and served there (control)", essential="share"),
     StepDef("12", "forget-original", "the shared canary is forgotten in its own scope: gone there, its twin stays", needs=("11",), essential="forget"),
@@ -52,7 +53,7 @@ def _combine(outcomes: list[tuple[str, str, list[dict]]]) -> tuple[str, str, lis
 
 class DeletionProtocol(EvalProtocol):
     name = "deletion"
-    version = "1.1.0"
+    version = "1.2.0"
     steps = STEPS
 
     # ---------------------------------------------------------------- validation
@@ -101,6 +102,7 @@ class _State:
         self.seen: set[tuple[str, str]] = set()          # (scope key, target) reachable at some expect
         self.forgotten: dict[str, list[str]] = {}        # target -> ids its forget returned
         self.baseline: dict[str, dict[str, bool]] = {}   # target -> store -> held, before deletion
+        self.after_forget: dict[str, dict[str, bool]] = {}  # the same, right after the forget
         self.baseline_errors: list[str] = []
 
     def judge(self, op: OpRecords, targets: dict, scopes: dict):
@@ -108,8 +110,8 @@ class _State:
         if any(s["call"] != "settle" for s in op.skips):
             return None  # the step cell reports the unsupported call
         errors = op.errors()
-        if kind == "probe" and op.step == "2":
-            self._baseline(op, targets, errors)
+        if kind == "probe" and op.step in ("2", "3"):  # before the forget, and right after it
+            self._snapshot(op, targets, errors, self.baseline if op.step == "2" else self.after_forget)
             return None
         if errors:
             return ERROR, "; ".join(describe_error(c) for c in errors[:3]), []
@@ -166,14 +168,15 @@ class _State:
                 self.seen.add((scope, name))
         return _combine(outcomes)
 
-    def _baseline(self, op: OpRecords, targets: dict, errors: list[dict]) -> None:
-        self.baseline_errors = [describe_error(c) for c in errors]
+    def _snapshot(self, op: OpRecords, targets: dict, errors: list[dict], into: dict) -> None:
+        self.baseline_errors += [describe_error(c) for c in errors]
         for name in op.spec["targets"]:
-            self.baseline[name] = probe_hits(op, targets[name]["token"])
+            into[name] = probe_hits(op, targets[name]["token"])
 
     def _probe(self, op: OpRecords, targets: dict):
         if self.baseline_errors:
-            return ERROR, "the baseline probe before deletion failed: " + "; ".join(self.baseline_errors[:3]), []
+            return ERROR, "an earlier probe (before or right after the forget) failed: " + \
+                "; ".join(self.baseline_errors[:3]), []
         outcomes = []
         for name in op.spec["targets"]:
             now = probe_hits(op, targets[name]["token"])
@@ -181,8 +184,12 @@ class _State:
             check = {"op": op.index, "check": "stores", "target": name, "before": before, "after": now}
             if name in self.forgotten:
                 held = sorted(s for s, hit in now.items() if hit)
-                if held:
-                    outcomes.append((FAIL, f"{name} still held by store(s) {held}", [{**check, "ok": False}]))
+                right_after = sorted(s for s, hit in self.after_forget.get(name, {}).items() if hit)
+                check["right_after_forget"] = self.after_forget.get(name, {})
+                if held or right_after:
+                    parts = ([f"right after the forget by {right_after}"] if right_after else []) + \
+                        ([f"at the end by {held}"] if held else [])
+                    outcomes.append((FAIL, f"{name} still held " + " and ".join(parts), [{**check, "ok": False}]))
                 elif not any(before.values()):
                     outcomes.append((SKIP, f"no store held {name} before deletion, so the probes prove nothing",
                                      [{**check, "ok": None}]))

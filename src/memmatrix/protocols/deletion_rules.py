@@ -34,7 +34,10 @@ def validate_deletion_case(case: dict, protocol) -> list[str]:
     if order != sorted(order):
         bad("ops must be listed in step order (1 .. 13)")
 
-    forgotten = {op["target"] for op in case["ops"] if op["op"] == "forget"}
+    for i, op in enumerate(case["ops"]):
+        if op["op"] == "forget" and "target" not in op:
+            bad(f"op {i} (forget): name the target it forgets (the scorer checks that target's absence)")
+    forgotten = {op.get("target") for op in case["ops"] if op["op"] == "forget"}
     writes_text = " ".join(m["content"] for op in case["ops"] if op["op"] == "write" for m in op["messages"])
     gold_values = [f["value"] for op in case["ops"] if op["op"] == "write" for f in op["gold"]]
     for name, t in targets.items():
@@ -75,6 +78,10 @@ def validate_deletion_case(case: dict, protocol) -> list[str]:
             bad(f"step {key} must check an absence")
     if not _ops(case, "7", "jobs"):
         bad("step 7 must run the background jobs")
+    for mid in _ops(case, "3", "probe"):
+        if baselines_targets := [op["targets"] for op in _ops(case, "2", "probe")]:
+            if sorted(mid["targets"]) != sorted(baselines_targets[0]):
+                bad("a probe right after the forget (step 3) must name the baseline's targets")
     finals, baselines = _ops(case, "9", "probe"), _ops(case, "2", "probe")
     if not finals or not baselines:
         bad("step 9 probes need a baseline probe of the same targets at step 2")

@@ -17,6 +17,7 @@ import re
 import secrets
 import shutil
 import subprocess
+import sys
 from functools import cached_property
 
 from testcontainers.compose import DockerCompose
@@ -73,6 +74,7 @@ class ComposeRuntime(Runtime):
             "MEMMATRIX_MODEL_MODE": settings.mode, "MEMMATRIX_MODEL_SEED": str(settings.seed),
             "MEMMATRIX_MODEL_MAX_TOKENS": str(settings.max_tokens), "MEMMATRIX_MODEL_EMBEDDER": settings.embedder,
             "MEMMATRIX_MODEL_EMBED_DIMS": str(settings.embed_dims),
+            "MEMMATRIX_MODEL_ORACLE_ABLATION": settings.ablation,
         })
         for key, value in (("MEMMATRIX_MODEL_UPSTREAM_URL", settings.upstream_url),
                            ("MEMMATRIX_MODEL_API_KEY", settings.api_key),
@@ -90,8 +92,10 @@ class ComposeRuntime(Runtime):
             raise RuntimeFailure("no Docker engine answers `docker info`; start one (scripts/offline-docker.sh "
                                  "installs and starts one, with the Compose v2 plugin), or use --runtime embedded")
         project = re.sub(r"[^a-z0-9-]", "-", f"memmatrix-{self.spec.name}-{secrets.token_hex(3)}".lower())
+        env = self._env()
+        self._prepare_images(env)
         self.compose = ProjectCompose(context=str(self.spec.folder), compose_file_name="compose.yaml", build=True,
-                                      wait=True, project=project, env=self._env())
+                                      wait=True, project=project, env=env)
         self._up()
         settings, case_files = self.gateway_spec
         gport = self.compose.get_service_port(GATEWAY, 8790)
@@ -101,6 +105,27 @@ class ComposeRuntime(Runtime):
         except Exception as exc:
             raise RuntimeFailure(f"the gateway service answers on 127.0.0.1:{gport} but refused the case files "
                                  f"({exc}).\n{self._logs(GATEWAY)}") from None
+
+    def _prepare_images(self, env: dict) -> None:
+        """Backing-service images a system declares (system.yaml compose.images): the official image by
+        default, pulled by compose; a memmatrix/ image is built here from its Dockerfile when missing,
+        so machines without a registry never try to pull it."""
+        for img in self.spec.meta.get("compose", {}).get("images", []):
+            name = env.get(img["variable"]) or img["default"]
+            env[img["variable"]] = name
+            if name != img["local"] or subprocess.run(["docker", "image", "inspect", name],
+                                                      capture_output=True).returncode == 0:
+                continue
+            log = self.scratch() / f"build-{name.replace('/', '_').replace(':', '_')}.log"
+            print(f"memmatrix: building {name} from {img['dockerfile']} (once; later runs reuse it; log: {log})",
+                  file=sys.stderr, flush=True)
+            cmd = ["docker", "build", "--network", "host", "--build-arg", f"BASE_IMAGE={env['MEMMATRIX_BASE_IMAGE']}",
+                   "-f", str(self.spec.folder / img["dockerfile"]), "-t", name, str(self.config.home)]
+            with open(log, "w", encoding="utf-8") as fh:
+                rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
+            if rc != 0:
+                raise RuntimeFailure(f"building {name} from systems/{self.spec.name}/{img['dockerfile']} failed "
+                                     f"(exit {rc}); log: {log}\n{_tail(log.read_text(errors='replace'), 25)}")
 
     def _up(self, *services: str) -> None:
         try:
@@ -121,6 +146,12 @@ class ComposeRuntime(Runtime):
         where = f"docker compose for {self.spec.name!r} (project {self.compose.project})"
         if re.search(r"port is already allocated|address already in use", err):
             return f"{where}: a published port clashes with one already in use; free it or publish another.\n{_tail(err)}"
+        if re.search(r"pull access denied|failed to resolve reference|manifest unknown|error pulling|"
+                     r"dial tcp|no such host|TLS handshake timeout", err):
+            hints = [f"{i['variable']}={i['local']}" for i in self.spec.meta.get("compose", {}).get("images", [])]
+            hint = f" without a registry, set {' '.join(hints)} to build it locally," if hints else ""
+            return (f"{where}: an image could not be pulled;{hint} or set MEMMATRIX_BASE_IMAGE to a local base "
+                    f"image (scripts/offline-docker.sh builds one).\n{_tail(err)}")
         unhealthy = re.search(r"container ([\w.-]+) is unhealthy", err)
         if unhealthy:
             service = next((s for s in (ADAPTER, GATEWAY) if f"-{s}-" in unhealthy.group(1)), ADAPTER)

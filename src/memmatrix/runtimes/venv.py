@@ -8,7 +8,9 @@ interrupted install is rebuilt, never half-used. A failed install names its log.
 from __future__ import annotations
 
 import fcntl
+import glob
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -34,15 +36,32 @@ def python_version(python: str) -> str:
     return out.stdout.strip() or "unknown"
 
 
+def _works(python: str) -> bool:
+    try:
+        return subprocess.run([python, "-c", "import venv"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def base_python(spec: SystemSpec) -> str:
+    """The interpreter a system's environment is built with: its pinned ``python`` X.Y, found and tried.
+
+    Looked for, in order: MEMMATRIX_PYTHON_X_Y, pythonX.Y on PATH, the running interpreter when it is
+    X.Y, and pyenv's installed X.Y (a pyenv shim on PATH fails when that version is not activated).
+    """
     wanted = spec.version_meta.get("python")
     if not wanted:
         return sys.executable
-    found = shutil.which(f"python{wanted}")
-    if not found:
-        raise RuntimeFailure(f"system {spec.name} {spec.version} needs Python {wanted}, but no python{wanted} "
-                             f"is on PATH; install it (e.g. apt install python{wanted}-venv, or pyenv) and retry")
-    return found
+    candidates = [os.environ.get(f"MEMMATRIX_PYTHON_{wanted.replace('.', '_')}"), shutil.which(f"python{wanted}")]
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == wanted:
+        candidates.append(sys.executable)
+    candidates += sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{wanted}.*/bin/python{wanted}")), reverse=True)
+    for python in filter(None, candidates):
+        if _works(python):
+            return python
+    raise RuntimeFailure(f"system {spec.name} {spec.version} needs Python {wanted}, and no working python{wanted} "
+                         f"was found; install it (apt install python{wanted}-venv, or pyenv install {wanted}) or set "
+                         f"MEMMATRIX_PYTHON_{wanted.replace('.', '_')} to its path")
 
 
 def env_key(spec: SystemSpec, python: str) -> str:

@@ -69,8 +69,9 @@ def relation(attribute: str) -> str:
 
 
 def episode_text(text: str) -> str:
-    return " ".join(str(x) for x in [tag(text, "CURRENT MESSAGE"), tag(text, "CURRENT_MESSAGE"), tag(text, "TEXT"),
-                                     tag(text, "JSON")] if x)
+    """The episode being ingested (never the previous ones, which are context)."""
+    names = ("CURRENT MESSAGE", "CURRENT_MESSAGE", "CURRENT MESSAGES", "TEXT", "JSON")
+    return " ".join(str(x) for x in (tag(text, n) for n in names) if x)
 
 
 def _entities(text: str, gold: GoldIndex) -> tuple[list[dict], bool]:
@@ -91,8 +92,8 @@ def _edges(text: str, gold: GoldIndex) -> tuple[list[dict], bool]:
         rel = relation(f["attribute"])
         edges.append({"source_entity_name": f["subject"], "target_entity_name": f["value"],
                       "relation_type": f"NO_LONGER_{rel}" if f["intent"] == "retract" else rel,
-                      "fact": f["statement"], "valid_at": f.get("valid_from") or when,
-                      "invalid_at": f.get("valid_to")})
+                      "fact": f["statement"], "valid_at": None if gold.ablation == "undated" else f.get("valid_from") or when,
+                      "invalid_at": None if gold.ablation == "undated" else f.get("valid_to")})
     return edges, bool(facts)
 
 
@@ -115,6 +116,8 @@ def _dedupe(text: str, gold: GoldIndex) -> tuple[dict, bool]:
 def _timestamps(text: str, gold: GoldIndex) -> tuple[dict, bool]:
     fact = gold.fact_for_statement((tag(text, "FACT") or "").strip())
     when = iso(tag(text, "REFERENCE TIME") or tag(text, "REFERENCE_TIME"))
+    if gold.ablation == "undated":  # an extractor that resolves no dates: nothing can be invalidated
+        return {"valid_at": None, "invalid_at": None}, bool(fact)
     return {"valid_at": (fact or {}).get("valid_from") or when, "invalid_at": (fact or {}).get("valid_to")}, bool(fact)
 
 
@@ -144,7 +147,7 @@ def _from_schema(request: dict) -> dict:
 class Structured:
     name = "graphiti-structured"
     KNOWN = ("ExtractedEntities", "NodeResolutions", "ExtractedEdges", "EdgeDuplicate", "EdgeTimestamps",
-             "SummarizedEntities", "Summary", "SummaryDescription")
+             "SummarizedEntities", "Summary", "SummaryDescription", "CombinedExtraction")
 
     @staticmethod
     def match(request: dict) -> bool:
@@ -157,6 +160,12 @@ class Structured:
         if kind == "ExtractedEntities":
             ents, ok = _entities(text, gold)
             return Reply.json(name, ok, {"extracted_entities": ents})
+        if kind == "CombinedExtraction":  # add_episode_bulk: entities and facts in one call, no dates
+            ents, ok = _entities(text, gold)
+            edges, _ = _edges(text, gold)
+            facts = [{k: e[k] for k in ("source_entity_name", "target_entity_name", "relation_type", "fact")}
+                     | {"episode_indices": [0]} for e in edges]
+            return Reply.json(name, ok, {"extracted_entities": ents, "edges": facts})
         if kind == "NodeResolutions":
             existing = literal(tag(text, "EXISTING ENTITIES")) or []
             res = []
