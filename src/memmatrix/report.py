@@ -24,6 +24,13 @@ def cell_text(verdicts: list[str]) -> str:
     return " · ".join(f"{n} {SHORT[v]}" for v, n in counts.items())
 
 
+def setup_label(path: Path, result: dict) -> str:
+    """The runtime, plus what sets the run apart (options, a non-default model), as its folder names it."""
+    runtime = result["stamp"]["runtime"]["name"]
+    folder = path.parent.name
+    return folder if folder.startswith(runtime + "+") else runtime
+
+
 def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -48,12 +55,12 @@ def render(paths: list[Path], title: str = "memmatrix report") -> str:
                 f"Dataset {dversion} (sha256 `{dsha[:12]}`), model: {mode}{f' `{model}`' if model else ''}. "
                 f"Each cell counts the cases per verdict; `n/a` means the system does not support the step.", ""]
         heads = [s["key"] if s["key"] == s["name"] else f"{s['key']} {s['name']}" for s in steps]
-        out.append("| system | version | runtime | " + " | ".join(heads) + " |")
+        out.append("| system | version | runtime (+variant) | " + " | ".join(heads) + " |")
         out.append("|---|---|---|" + "---|" * len(steps))
         runs.sort(key=lambda pr: (pr[1]["stamp"]["system"]["name"], pr[1]["stamp"]["system"]["version"],
-                                  pr[1]["stamp"]["runtime"]["name"]))
+                                  setup_label(*pr)))
         judged_any = False
-        for _, r in runs:
+        for path, r in runs:
             s = r["stamp"]
             cells = []
             for i in range(len(steps)):
@@ -61,7 +68,7 @@ def render(paths: list[Path], title: str = "memmatrix report") -> str:
                 judged = any(c.get("method") == "judged" for c in column)
                 judged_any |= judged
                 cells.append(cell_text([c["verdict"] for c in column]) + (" (judged)" if judged else ""))
-            out.append(f"| {s['system']['name']} | {s['system']['version']} | {s['runtime']['name']} | "
+            out.append(f"| {s['system']['name']} | {s['system']['version']} | {setup_label(path, r)} | "
                        + " | ".join(cells) + " |")
         if judged_any:
             judge = next((r["stamp"].get("judge") for _, r in runs if r["stamp"].get("judge")), None) or {}
@@ -74,7 +81,7 @@ def render(paths: list[Path], title: str = "memmatrix report") -> str:
         for _, r in runs:
             s = r["stamp"]
             out += [f"<details><summary>Cases: {s['system']['name']} {s['system']['version']} "
-                    f"({s['runtime']['name']})</summary>", "",
+                    f"({setup_label(path, r)})</summary>", "",
                     "| case | shape | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(steps)]
             for case in r["cases"]:
                 marks = [SHORT[c["verdict"]] + ("ʲ" if c.get("method") == "judged" else "") for c in case["cells"]]

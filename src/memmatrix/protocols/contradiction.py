@@ -47,7 +47,7 @@ PHASES = {"now": ("A", "B", "D"), "after-jobs": ("C",), "after-reimport": ("C'",
 
 class ContradictionProtocol(EvalProtocol):
     name = "contradiction"
-    version = "1.2.0"
+    version = "1.3.0"
     steps = STEPS
     uses_judge = True
 
@@ -207,6 +207,11 @@ class _Scorer:
         for o in (forget, op):
             if o.errors():
                 return Cell("U", ERROR, o.errors()[0]["error"]["message"])
+        reimport = self._op("reimport", "import")
+        if reimport is not None and not reimport.skips and self._op("after-reimport", "assess") is not None \
+                and self._hygiene("after-reimport")[0] == FAIL:
+            return Cell("U", SKIP, "the re-import had already put the original back beside the correction, so "
+                                   "whether undoing the correction restores it cannot be told apart")
         answers, _ = door_answers(op, self.stale["queries"])
         held = [(w, a) for w, a in answers if holds(a, self.stale)]
         if not held:

