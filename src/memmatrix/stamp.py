@@ -27,8 +27,9 @@ def git_sha(path: str) -> str:
     sha = out.stdout.strip()
     if out.returncode != 0 or not sha:
         return "unknown"
-    dirty = subprocess.run(["git", "-C", path, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, timeout=10).stdout.strip()
+    # results/ is where runs are written: regenerating them must not make the code look modified
+    dirty = subprocess.run(["git", "-C", path, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":(exclude)results"], capture_output=True, text=True, timeout=10).stdout.strip()
     return sha + ("-dirty" if dirty else "")
 
 

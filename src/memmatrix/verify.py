@@ -65,7 +65,8 @@ def verify_result(path: Path, config: Config) -> list[str]:
         else:
             if sha256_file(mpath) != mt["sha256"]:
                 problems.append(f"model transcript sha256 is {sha256_file(mpath)}, the result records {mt['sha256']}")
-            lines = sum(1 for _ in open(mpath, encoding="utf-8"))
+            with open(mpath, encoding="utf-8") as fh:
+                lines = sum(1 for _ in fh)
             if lines != mt["records"]:
                 problems.append(f"the model transcript has {lines} records, the result records {mt['records']}")
     try:

@@ -9,7 +9,7 @@ question and the value itself, matched as whole tokens.
 
 from __future__ import annotations
 
-from ..tokens import contains, found_in
+from ..tokens import found_in
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops
 from .observe import probe_hits, sight
 
@@ -217,7 +217,3 @@ class _State:
             return FAIL, f"no deletion event {what} among {len(events)} audit event(s)", [{**check, "ok": False}]
         return PASS, "", [{**check, "ok": True}]
 
-
-def token_overlap(a: str, b: str) -> bool:
-    """True when either token contains the other: such twins cannot be told apart."""
-    return contains(a, b) or contains(b, a)
