@@ -26,6 +26,12 @@ def processes_mentioning(text: str) -> list[int]:
     return found
 
 
+def _as_in_a_terminal() -> None:
+    """A shell starts background jobs with SIGINT ignored, and Python keeps an inherited SIG_IGN: restore
+    the disposition a run in a terminal has, whatever launched pytest (CI may run it in the background)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_killed_run_stops_its_adapter_and_writes_nothing(tmp_path, sig):
     out = tmp_path / "out"
@@ -35,7 +41,8 @@ def test_a_killed_run_stops_its_adapter_and_writes_nothing(tmp_path, sig):
            "MEMMATRIX_CALL_TIMEOUT": "120", "TMPDIR": str(scratch)}
     run = subprocess.Popen([sys.executable, "-m", "memmatrix", "run", "--system",
                             f"{ADAPTERS / 'misbehaving.py'}:HangsAfterForget", "--protocol", "deletion", "--out", str(out)],
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=_as_in_a_terminal)
     deadline = time.monotonic() + 30
     while not processes_mentioning(str(scratch)) and time.monotonic() < deadline:
         time.sleep(0.1)
