@@ -42,8 +42,19 @@ def iso(value) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
-        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        value = when(value)
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def transcript(messages: list) -> str:
+    """The episode body: the conversation as role-prefixed lines."""
+    return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+
+
+def row_validity(row: dict) -> dict:
+    """The qualifiers of an edge row queried from the graph (valid_at / invalid_at / expired_at)."""
+    return {"valid_from": iso(row.get("valid_at")), "valid_to": iso(row.get("invalid_at")),
+            "status": "superseded" if row.get("expired_at") else "current"}
 
 
 class GraphitiAdapter:
@@ -147,7 +158,7 @@ class GraphitiAdapter:
 
     def write(self, scope: str, at: str, messages: list) -> dict:
         from graphiti_core.nodes import EpisodeType
-        body = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+        body = transcript(messages)
         g = self._graph(scope)
         res = self._run(g.add_episode(name=f"{scope}@{at}", episode_body=body, source=EpisodeType.message,
                                       source_description="conversation", reference_time=when(at), group_id=scope))
@@ -157,7 +168,7 @@ class GraphitiAdapter:
         """The bulk ingestion path: add_episode_bulk, with the material's own (older) reference time."""
         from graphiti_core.nodes import EpisodeType
         from graphiti_core.utils.bulk_utils import RawEpisode
-        body = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+        body = transcript(messages)
         g = self._graph(scope)
         raw = RawEpisode(name=f"{scope}@{at}-import", content=body, source_description="imported transcript",
                          source=EpisodeType.message, reference_time=when(at))
@@ -232,8 +243,7 @@ class GraphitiAdapter:
                 continue  # queried by entity as well as by text: a node named by the value counts
             item = {"text": line, "kind": store}
             if store == "edges":
-                item.update(valid_from=iso(r.get("valid_at")), valid_to=iso(r.get("invalid_at")),
-                            status="superseded" if r.get("expired_at") else "current")
+                item.update(row_validity(r))
             items.append(item)
         return {"state": "present" if items else "absent", "evidence": [i["text"] for i in items], "items": items}
 
@@ -257,8 +267,7 @@ class GraphitiAdapter:
         held = sim >= VECTOR_PRESENT or contains(best, needle["token"])
         item = {"text": best, "kind": "embedding"}
         if row.get("valid_at") is not None:  # the vector of an edge carries that edge's validity
-            item.update(valid_from=iso(row["valid_at"]), valid_to=iso(row.get("invalid_at")),
-                        status="superseded" if row.get("expired_at") else "current")
+            item.update(row_validity(row))
         return {"state": "present" if held else "absent", "evidence": [best], "distance": round(1 - sim, 6),
                 "items": [item] if held else []}
 

@@ -23,6 +23,11 @@ FORGET_COVERAGE = 0.8  # a memory is what the request names when it holds 80% of
 VECTOR_PRESENT = 0.9
 
 
+def _relation_line(rel: dict) -> str:
+    """A kuzu relation as text: search() names its end `destination`, graph.get_all() names it `target`."""
+    return f"{rel.get('source')} -- {rel.get('relationship')} -- {rel.get('destination', rel.get('target'))}"
+
+
 class Mem0Adapter:
     def __init__(self, config: dict):
         self.version = installed("mem0ai")
@@ -158,9 +163,7 @@ class Mem0Adapter:
     def _items(self, res: dict) -> list[dict]:
         items = [{"id": r["id"], "text": r["memory"], "score": round(float(r.get("score") or 0), 6), "kind": "memory"}
                  for r in res.get("results", [])]
-        for rel in res.get("relations", []) or []:
-            items.append({"text": f"{rel.get('source')} -- {rel.get('relationship')} -- "
-                                  f"{rel.get('destination', rel.get('target'))}", "kind": "relation"})
+        items += [{"text": _relation_line(rel), "kind": "relation"} for rel in res.get("relations", []) or []]
         return items
 
     def door(self, query: str, scope: str, door: str, at: str) -> dict:
@@ -227,7 +230,7 @@ class Mem0Adapter:
             return {"state": "present" if hits else "absent", "evidence": hits}
         if store == "graph-store":
             rels = self.m.graph.get_all({"user_id": scope}, limit=1000) if self.v1 else []
-            lines = [f"{r.get('source')} -- {r.get('relationship')} -- {r.get('target', r.get('destination'))}" for r in rels]
+            lines = [_relation_line(r) for r in rels]
             hits = [ln for ln in lines if contains(ln, token)]
             return {"state": "present" if hits else "absent", "evidence": hits}
         raise KeyError(f"no store {store!r}")
