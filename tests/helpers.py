@@ -33,3 +33,14 @@ def row(run_dir: Path) -> dict[str, str]:
     for case, cells in per_case.items():
         assert cells == steps, f"case {case} differs from the others: {cells} vs {steps}"
     return steps
+
+
+def text_of(run_dir: Path, name: str = "transcript") -> str:
+    """The canonical text of a run's transcript (``transcript`` or ``model-transcript``), stored compressed."""
+    from memmatrix.canon import read_text
+    return read_text(run_dir / f"{name}.jsonl.gz")
+
+
+def exchanges(run_dir: Path) -> str:
+    """The transcript without its run header (which names the runtime): what every runtime must agree on."""
+    return text_of(run_dir).split("\n", 1)[1]

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers import row, run, verdicts
+from helpers import row, run, verdicts, text_of
 from conftest import ADAPTERS
 
 AFTER_FORGET = ["4", "6", "8", "11", "12", "13"]  # every step that reads a door after the first forget
@@ -70,5 +70,5 @@ def test_a_system_without_quiescence_signal_is_polled_and_it_is_a_finding(config
     assert cells["2"] == "PASS"  # reached only by polling: writes apply three door calls later
     result = json.loads((out / "result.json").read_text())
     assert any("no quiescence signal" in f for f in result["findings"])
-    polls = [json.loads(line).get("poll", 0) for line in (out / "transcript.jsonl").read_text().splitlines()]
+    polls = [json.loads(line).get("poll", 0) for line in text_of(out).splitlines()]
     assert max(polls) >= 1

@@ -7,7 +7,7 @@ import pytest
 import requests
 
 from conftest import ROOT
-from helpers import run
+from helpers import exchanges, run, text_of
 from memmatrix.errors import RuntimeFailure
 from memmatrix.model import Gateway, GatewaySettings
 
@@ -90,11 +90,18 @@ def test_proxy_run_then_replay_reproduces_it_byte_for_byte(config, tmp_path):
                    for r in upstream.recorder.ordered() if r["kind"] == "chat")
     result = json.loads((proxied / "result.json").read_text())
     assert result["stamp"]["model"]["mode"] == "proxy" and result["stamp"]["model"]["id"] == "memmatrix-oracle"
-    assert "sk-never-written" not in "".join(f.read_text() for f in proxied.iterdir())
+    assert "sk-never-written" not in text_of(proxied) + text_of(proxied, "model-transcript") + (proxied / "result.json").read_text()
 
-    replayed = go(GatewaySettings(mode="replay", replay=proxied / "model-transcript.jsonl"), tmp_path / "replay")
-    for name in ("transcript.jsonl", "model-transcript.jsonl"):
-        assert (proxied / name).read_bytes() == (replayed / name).read_bytes(), name
+    replayed = go(GatewaySettings(mode="replay", replay=proxied / "model-transcript.jsonl.gz"), tmp_path / "replay")
+    assert exchanges(proxied) == exchanges(replayed)  # the run headers differ only in who answered the model
+
+    def answered(run_dir):  # each call's record, without its provenance (upstream model vs recording)
+        return [{k: v for k, v in json.loads(line).items() if k not in ("upstream_model", "replayed")}
+                for line in text_of(run_dir, "model-transcript").splitlines()]
+    assert answered(proxied) == answered(replayed)
+    assert all(json.loads(line)["upstream_model"] == "memmatrix-oracle"
+               for line in text_of(proxied, "model-transcript").splitlines())
+    assert all(json.loads(line)["replayed"] for line in text_of(replayed, "model-transcript").splitlines())
 
 
 def test_replay_names_the_first_differing_request(config, tmp_path):
@@ -112,7 +119,7 @@ def test_replay_names_the_first_differing_request(config, tmp_path):
     f.write_text(json.dumps(changed))
     out = execute(RunRequest(spec=resolve_system("reference", config), protocol=p, runtime="inprocess",
                              cases=load_cases(f, config, p), out=tmp_path / "b",
-                             gateway=GatewaySettings(mode="replay", replay=recorded / "model-transcript.jsonl")), config)
+                             gateway=GatewaySettings(mode="replay", replay=recorded / "model-transcript.jsonl.gz")), config)
     result = json.loads((out / "result.json").read_text())
     miss = [x for x in result["findings"] if "not in the recording" in x]
     assert miss and "first differs from recorded request" in miss[0] and "It is blue" in miss[0]

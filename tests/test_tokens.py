@@ -26,6 +26,19 @@ def test_a_needle_without_letters_or_digits_is_refused():
         contains("anything", "--")
 
 
-def test_found_in_walks_values_not_keys():
+def test_found_in_walks_values_and_keys():
     assert found_in({"a": [{"b": "x 8766 y"}]}, "8766")
-    assert not found_in({"8766": "nothing"}, "8766")
+    assert found_in({"8766": "nothing"}, "8766")  # a value moved into a key is still held
+    assert not found_in({"a": [{"b": "x 18766 y"}]}, "8766")
+
+
+@pytest.mark.parametrize("haystack", [
+    '{"name": "Ysa\\u00eblle"}',          # a JSON log keeps the escape
+    "Ysae\u0308lle",                         # decomposed (NFD) form
+    "Ysa%C3%ABlle",                          # percent-encoded
+    "Ysa&#235;lle",                          # an HTML entity
+    "YSAËLLE",
+])
+def test_escapes_and_unicode_forms_are_the_same_value(haystack):
+    assert contains(haystack, "Ysaëlle")
+    assert not contains(haystack, "Ysaëllen")

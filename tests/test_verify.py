@@ -1,10 +1,20 @@
-"""verify re-derives every number from its artifact, and any tampering makes it fail."""
+"""verify re-derives every number from its artifact and binds it to its inputs: tampering fails it.
+
+The forgeries here are self-consistent: the forger fixes the hashes, record counts, re-scores the
+cases and recomputes the summary and fingerprint. What still catches them is what binds the result
+to things the forger does not control: the protocol's code, the case file in the checkout, the
+model transcript, and the run header the stamp must equal.
+"""
 
 import json
 
 import pytest
 
-from helpers import run
+from helpers import run, text_of
+from memmatrix.canon import gzip_bytes, sha256_bytes
+from memmatrix.protocols import get_protocol
+from memmatrix.scoring import score_transcript, summarize
+from memmatrix.stamp import fingerprint
 from memmatrix.verify import verify_result
 
 
@@ -13,59 +23,141 @@ def result_dir(config, tmp_path):
     return run(config, "append", tmp_path / "out")
 
 
+def load(d):
+    return json.loads((d / "result.json").read_text())
+
+
+def save(d, r):
+    (d / "result.json").write_text(json.dumps(r))
+
+
+def forge(d, edit_lines=None, edit_result=None, name="transcript"):
+    """Edit the transcript and/or result, then make everything self-consistent again, as a forger would."""
+    r = load(d)
+    lines = text_of(d, name).splitlines(keepends=True)
+    if edit_lines:
+        lines = edit_lines(lines)
+    text = "".join(lines)
+    (d / f"{name}.jsonl.gz").write_bytes(gzip_bytes(text.encode()))
+    key = "transcript" if name == "transcript" else "model_transcript"
+    r[key].update(sha256=sha256_bytes(text.encode()), records=len(lines))
+    if edit_result:
+        edit_result(r)
+    p = get_protocol(r["stamp"]["protocol"]["name"])
+    records = [json.loads(x) for x in text_of(d).splitlines()] if name == "transcript" else None
+    if records is not None:
+        r["cases"] = score_transcript(p, records)
+        r["summary"] = summarize(p, r["cases"])
+    r["stamp"]["fingerprint"] = fingerprint(r["stamp"])
+    save(d, r)
+
+
+def problems(config, d):
+    return verify_result(d / "result.json", config)
+
+
 def test_a_fresh_result_verifies(config, result_dir):
-    assert verify_result(result_dir / "result.json", config) == []
+    assert problems(config, result_dir) == []
 
 
 def test_changing_one_byte_of_the_transcript_fails(config, result_dir):
-    t = result_dir / "transcript.jsonl"
-    data = bytearray(t.read_bytes())
-    i = data.index(b"QX-4471-TRV")
-    data[i] = ord("Z")
-    t.write_bytes(bytes(data))
-    problems = verify_result(result_dir / "result.json", config)
-    assert any("transcript sha256" in p for p in problems), problems
+    text = text_of(result_dir)
+    (result_dir / "transcript.jsonl.gz").write_bytes(gzip_bytes(text.replace("QX-4471-TRV", "ZX-4471-TRV", 1).encode()))
+    assert any("transcript.jsonl.gz: sha256 of its canonical lines" in p for p in problems(config, result_dir))
 
 
-def test_a_consistent_forgery_of_the_transcript_is_caught_by_rescoring(config, result_dir):
-    """Edit the evidence and fix the hash: the re-scored verdict no longer matches the stored one."""
-    from memmatrix.canon import sha256_file
-    t = result_dir / "transcript.jsonl"
-    lines = t.read_text().splitlines(keepends=True)
-    i = next(n for n, line in enumerate(lines) if '"kind":"case"' in line)
-    lines[i] = lines[i].replace('"token":"QX-4471-TRV"', '"token":"QX-0000-TRV"')  # claim another canary
-    t.write_text("".join(lines))
-    r = json.loads((result_dir / "result.json").read_text())
-    r["transcript"]["sha256"] = sha256_file(t)
-    (result_dir / "result.json").write_text(json.dumps(r))
-    problems = verify_result(result_dir / "result.json", config)
-    assert any("stored FAIL, the transcript gives" in p for p in problems), problems
+def test_a_consistent_forgery_of_the_evidence_is_caught(config, result_dir):
+    """Edit what the audit answered (it quoted the deleted value) and fix the hash: the stored verdict disagrees."""
+    text = "".join(ln.replace("QX-4471-TRV", "[digest]") if '"call":"audit"' in ln else ln
+                   for ln in text_of(result_dir).splitlines(keepends=True))
+    (result_dir / "transcript.jsonl.gz").write_bytes(gzip_bytes(text.encode()))
+    r = load(result_dir)
+    r["transcript"]["sha256"] = sha256_bytes(text.encode())
+    save(result_dir, r)
+    found = problems(config, result_dir)
+    assert any("identifier-locker-code step 10: stored FAIL, the transcript gives PASS" in p for p in found), found
 
 
 def test_changing_a_stored_score_fails(config, result_dir):
-    r = json.loads((result_dir / "result.json").read_text())
+    r = load(result_dir)
     cell = next(c for c in r["cases"][0]["cells"] if c["verdict"] == "FAIL")
     cell["verdict"] = "PASS"
-    (result_dir / "result.json").write_text(json.dumps(r))
-    problems = verify_result(result_dir / "result.json", config)
-    assert any(f"step {cell['step']}: stored PASS, the transcript gives FAIL" in p for p in problems), problems
+    save(result_dir, r)
+    assert any(f"step {cell['step']}: stored PASS, the transcript gives FAIL" in p for p in problems(config, result_dir))
 
 
 def test_changing_the_summary_or_fingerprint_fails(config, result_dir):
-    r = json.loads((result_dir / "result.json").read_text())
+    r = load(result_dir)
     r["summary"]["4"]["FAIL"] -= 1
     r["summary"]["4"]["PASS"] += 1
     r["stamp"]["seed"] = 7
-    (result_dir / "result.json").write_text(json.dumps(r))
-    problems = verify_result(result_dir / "result.json", config)
-    assert any("summary differs" in p for p in problems)
-    assert any("fingerprint" in p for p in problems)
+    save(result_dir, r)
+    found = problems(config, result_dir)
+    assert any("summary differs" in p for p in found)
+    assert any("fingerprint" in p for p in found)
+
+
+def test_a_result_relabelled_to_another_system_is_caught(config, result_dir):
+    def relabel(r):
+        r["stamp"]["system"]["name"] = "reference"
+        r["stamp"]["system"]["declared"]["name"] = "reference"
+    forge(result_dir, edit_result=relabel)
+    found = problems(config, result_dir)
+    assert any("run header says system.name = 'append', the stamp says 'reference'" in p for p in found), found
+    assert any("declared" in p for p in found), found
+
+
+def test_a_transcript_with_one_case_removed_and_rescored_is_caught(config, result_dir):
+    def drop_last_case(lines):
+        starts = [i for i, ln in enumerate(lines) if '"kind":"case"' in ln]
+        return lines[:starts[-1]]
+    forge(result_dir, edit_lines=drop_last_case)
+    found = problems(config, result_dir)
+    assert any("the case file 1.2.0.json has" in p and "missing ['phrase-wifi-passphrase']" in p for p in found), found
+
+
+def test_a_changed_model_identity_is_caught(config, tmp_path):
+    d = run(config, "reference", tmp_path / "ref")
+
+    def claim_a_real_model(r):
+        r["stamp"]["model"] = {**r["stamp"]["model"], "mode": "proxy", "id": "gpt-4o-mini", "oracle_version": None}
+
+    def header_too(lines):  # the forger edits the run header as well, so header and stamp agree
+        first = json.loads(lines[0])
+        first["model"] = {**first["model"], "mode": "proxy", "id": "gpt-4o-mini", "oracle_version": None}
+        return [json.dumps(first, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n", *lines[1:]]
+    forge(d, edit_lines=header_too, edit_result=claim_a_real_model)
+    found = problems(config, d)
+    assert any("were not answered by the proxy model the stamp names (gpt-4o-mini)" in p for p in found), found
+
+
+def test_emptied_findings_are_caught(config, result_dir):
+    forge(result_dir, edit_result=lambda r: r.update(findings=[]))
+    found = problems(config, result_dir)
+    assert any("findings differ from those derived from the transcripts" in p and "emulated" not in p or
+               "missing" in p for p in found), found
+
+
+def test_swapped_step_labels_are_caught(config, result_dir):
+    def swap(r):
+        steps = r["steps"]
+        steps[3]["name"], steps[5]["name"] = steps[5]["name"], steps[3]["name"]
+    forge(result_dir, edit_result=swap)
+    found = problems(config, result_dir)
+    assert any("labels step 4 'gone-after-refeed'" in p and "calls it 'gone'" in p for p in found), found
+
+
+def test_a_result_moved_into_another_systems_folder_is_caught(config, result_dir, tmp_path):
+    import shutil
+    moved = tmp_path / "out" / "deletion" / "notes" / "1.0" / "inprocess"
+    shutil.copytree(result_dir, moved)
+    assert any("folder for system 'notes', its stamp says 'append'" in p for p in problems(config, moved))
 
 
 def test_a_result_that_breaks_its_schema_is_named(config, result_dir):
-    r = json.loads((result_dir / "result.json").read_text())
+    r = load(result_dir)
     r["cases"][0]["cells"][0]["verdict"] = "MAYBE"
-    (result_dir / "result.json").write_text(json.dumps(r))
-    problems = verify_result(result_dir / "result.json", config)
-    assert problems and all("schemas/result.schema.json" in p for p in problems)
-    assert any("/cases/0/cells/0/verdict" in p for p in problems)
+    save(result_dir, r)
+    found = problems(config, result_dir)
+    assert found and all("schemas/result.schema.json" in p for p in found)
+    assert any("/cases/0/cells/0/verdict" in p for p in found)

@@ -32,6 +32,9 @@ import re
 import sys
 import threading
 import traceback
+import unicodedata
+from html import unescape as _html_unescape
+from urllib.parse import unquote as _url_unquote
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -58,11 +61,36 @@ REQUIRED = ("capabilities", "reset", "write", "door")
 
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_ESCAPED = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2}))")
+
+
+def _unescape(text: str) -> str:
+    """Undo the escapes a store may keep text in: JSON/Python \\uXXXX (with surrogate pairs), \\xXX,
+    HTML entities and percent-encoding. A log holding ``Ysa\\u00eblle`` holds ``Ysaëlle``."""
+    if "\\" in text:
+        def char(m: re.Match) -> str:
+            return chr(int(next(g for g in m.groups() if g), 16))
+        text = _ESCAPED.sub(char, text)
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")  # join surrogate pairs
+        text = re.sub(r"\\[nrtbf/\"'\\]", " ", text)
+    if "&" in text:
+        text = _html_unescape(text)
+    if "%" in text:
+        text = _url_unquote(text)
+    return text
+
+
+def fold(text: str) -> str:
+    """The form every match compares: escapes undone, NFKC, case-folded, accents dropped (ë = e)."""
+    if text.isascii() and not any(c in text for c in "\\&%"):
+        return text.casefold()
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", _unescape(text)).casefold())
+    return "".join(c for c in text if not unicodedata.combining(c))
 
 
 def tokens(text: str) -> list[str]:
-    """Runs of letters and digits, case-folded: the unit of every match memmatrix makes."""
-    return _TOKEN.findall(text.casefold())
+    """Runs of letters and digits after ``fold``: the unit of every match memmatrix makes."""
+    return _TOKEN.findall(fold(text))
 
 
 def contains(haystack: str, needle: str) -> bool:

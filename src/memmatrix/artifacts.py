@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import schemas
@@ -27,32 +29,61 @@ def check_result(result: dict, schemas_dir: Path) -> None:
                               + "\n  - ".join(problems[:20]))
 
 
-def write_run(target: Path, result: dict, files: dict[str, str], schemas_dir: Path) -> Path:
-    """Validate ``result`` then replace ``target`` with a directory holding result.json and ``files``."""
+def write_run(target: Path, result: dict, files: dict[str, bytes], schemas_dir: Path, guard=None) -> Path:
+    """Validate ``result`` then replace ``target`` with a directory holding result.json and ``files``.
+
+    Writes into one output folder are serialised by a lock, and ``guard(existing result or None)``
+    runs under it: a run may refuse to replace what another run wrote meanwhile.
+    """
     check_result(result, schemas_dir)
     # the result must survive a round trip unchanged, or verify could never agree with it
     if json.loads(canonical(result)) != result:
         raise SchemaViolation("the result does not survive a JSON round trip; nothing was written")
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    stage = target.parent / f".{target.name}.staging-{os.getpid()}"
-    old = target.parent / f".{target.name}.old-{os.getpid()}"
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir()
-    try:
-        for name, text in files.items():
-            (stage / name).write_text(text, encoding="utf-8")
-        (stage / "result.json").write_text(render_result(result), encoding="utf-8")
-        if target.exists():
-            os.replace(target, old)
-        os.replace(stage, target)
-    except BaseException:
+    with out_lock(target):
+        if guard is not None:
+            guard(_read_existing(target))
+        stage = target.parent / f".{target.name}.staging-{os.getpid()}"
+        old = target.parent / f".{target.name}.old-{os.getpid()}"
         shutil.rmtree(stage, ignore_errors=True)
-        if old.exists() and not target.exists():
-            os.replace(old, target)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+        stage.mkdir()
+        try:
+            for name, data in files.items():
+                (stage / name).write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+            (stage / "result.json").write_text(render_result(result), encoding="utf-8")
+            if target.exists():
+                os.replace(target, old)
+            os.replace(stage, target)
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)
+            if old.exists() and not target.exists():
+                os.replace(old, target)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def _read_existing(target: Path) -> dict | None:
+    f = target / "result.json"
+    if not f.exists():
+        return None
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+@contextmanager
+def out_lock(target: Path):
+    """An exclusive lock on the folder that holds ``target`` (two runs never write one result at once)."""
+    lock = open(Path(target).parent / ".memmatrix.lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
 
 
 def clean_stale(out: Path) -> None:

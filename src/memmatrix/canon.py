@@ -45,3 +45,26 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+#: Transcripts are stored gzip-compressed, deterministically (no name, mtime 0); every hash is taken
+#: over the canonical uncompressed bytes, so the storage format never changes what a hash means.
+COMPRESSED_SUFFIX = ".gz"
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    import gzip
+    import io
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as gz:
+        gz.write(data)
+    return buf.getvalue()
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """A transcript's canonical text, whether stored plain or gzip-compressed."""
+    import gzip
+    raw = Path(path).read_bytes()
+    if str(path).endswith(COMPRESSED_SUFFIX) or raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8")

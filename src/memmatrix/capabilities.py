@@ -61,6 +61,11 @@ def check_capabilities(raw: dict, implemented: list[str], adapter: str) -> Capab
     if ops.get("run_background_jobs", {}).get("support") in ("supported", "emulated") and not raw["background_jobs"]:
         problems.append("run_background_jobs is declared but no background_jobs are listed; list them, "
                         "or declare it unsupported with the reason")
+    from .transcript import SCORED_FIELDS
+    masked = sorted(set(raw.get("volatile_fields", [])) & SCORED_FIELDS)
+    if masked:
+        problems.append(f"volatile_fields {masked} name fields the scorers read; only fields holding wall-clock "
+                        "values (created_at, updated_at ...) may be declared volatile")
     names = [d["name"] for d in raw["doors"]]
     if len(set(names)) != len(names):
         problems.append(f"door names repeat: {names}")

@@ -65,6 +65,18 @@ def read_case_json(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def _normalisable(case: dict) -> list[str]:
+    """A target the transcript would renumber or mask could never be seen: refuse it."""
+    from .transcript import _DATETIME, _UUID
+    out = []
+    for name, t in case.get("targets", {}).items():
+        for w in [t.get("token", ""), *t.get("alternatives", [])]:
+            if _UUID.search(w) or _DATETIME.search(w):
+                out.append(f"case {case['id']!r}: target {name!r} wording {w!r} looks like a UUID or a date-time, which "
+                           "transcripts renumber or mask; choose a value that cannot be mistaken for one")
+    return out
+
+
 def load_cases(path: Path, config: Config, protocol: EvalProtocol) -> CaseFile:
     """Read, hash and validate a case file; every problem is reported, by case and op."""
     path = Path(path)
@@ -79,6 +91,7 @@ def load_cases(path: Path, config: Config, protocol: EvalProtocol) -> CaseFile:
             problems.append(f"duplicate case id(s) {dupes}")
         for case in data["cases"]:
             problems.extend(protocol.validate_case(case))
+            problems.extend(_normalisable(case))
     if problems:
         shown = "\n  - ".join(problems[:40])
         more = f"\n  ... and {len(problems) - 40} more" if len(problems) > 40 else ""

@@ -28,44 +28,56 @@ def _systems(config: Config, wanted: list[str] | None) -> list[str]:
 def cmd_run(ns: argparse.Namespace, config: Config) -> int:
     from .cases import default_case_file, load_cases
     from .protocols import get_protocol
-    from .run import RunRequest, execute
+    from .request import RunRequest, check_options, check_out
+    from .run import execute
     from .systems import resolve_system
     from .artifacts import clean_stale
 
+    # everything a user must fix is found before anything starts
+    out = Path(ns.out)
+    check_out(out)
     if ns.protocol is None and ns.cases:  # a case file names its protocol
         from .cases import read_case_json
         ns.protocol = [read_case_json(Path(ns.cases)).get("protocol", "")]
-    names = [p for item in (ns.protocol or protocol_names()) for p in item.split(",")]
+    names = [p.strip() for item in (ns.protocol or protocol_names()) for p in item.split(",") if p.strip()]
     protocols = [get_protocol(p) for p in names]
     specs = [resolve_system(s, config, python=ns.python) for s in _systems(config, ns.system)]
     if ns.cases and len(protocols) > 1:
         raise MemmatrixError("--cases names one case file, so give exactly one --protocol with it")
-    loaded = {p.name: load_cases(Path(ns.cases) if ns.cases else default_case_file(config, p.name), config, p)
-              for p in protocols}
+    defaults = {p.name: default_case_file(config, p.name) for p in protocols if not ns.cases}
+    loaded = {p.name: load_cases(Path(ns.cases) if ns.cases else defaults[p.name], config, p) for p in protocols}
     from .model import GatewaySettings
     gateway = GatewaySettings.from_env()
     options = {}
     for item in ns.option or []:
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise MemmatrixError(f"--option {item!r} is not KEY=VALUE (e.g. --option forget_path=edge_delete)")
-        options[key] = value
-    out = Path(ns.out)
-    clean_stale(out) if out.exists() else None
-    failures = []
+        options[key.strip()] = value
+    requests = []
     for spec in specs:
         for protocol in protocols:
-            label = f"{spec.name}{'@' + spec.version if spec.version else ''} · {protocol.name} · {ns.runtime}"
-            print(f"memmatrix: running {label}", file=sys.stderr, flush=True)
-            try:
-                where = execute(RunRequest(spec=spec, protocol=protocol, cases=loaded[protocol.name],
-                                           runtime=ns.runtime, out=out, seed=ns.seed, gateway=gateway,
-                                           judge=not ns.no_judge, options=options), config)
-            except MemmatrixError as exc:
-                failures.append(f"{label}: {exc}")
-                print(f"memmatrix: {label} could not run: {exc}", file=sys.stderr, flush=True)
-                continue
-            print(f"memmatrix: wrote {where}", file=sys.stderr, flush=True)
+            cf = loaded[protocol.name]
+            newest = cf.sha256 == load_cases(default_case_file(config, protocol.name), config, protocol).sha256
+            req = RunRequest(spec=spec, protocol=protocol, cases=cf, runtime=ns.runtime, out=out, seed=ns.seed,
+                             gateway=gateway, judge=not ns.no_judge, options=options, default_cases=newest,
+                             replace=ns.replace)
+            if spec.folder is not None:
+                check_options(req, spec.meta.get("options"))
+            requests.append(req)
+    clean_stale(out) if out.exists() else None
+    failures = []
+    for req in requests:
+        spec, protocol = req.spec, req.protocol
+        label = f"{spec.name}{'@' + spec.version if spec.version else ''} · {protocol.name} · {ns.runtime}"
+        print(f"memmatrix: running {label}", file=sys.stderr, flush=True)
+        try:
+            where = execute(req, config)
+        except MemmatrixError as exc:
+            failures.append(f"{label}: {exc}")
+            print(f"memmatrix: {label} could not run: {exc}", file=sys.stderr, flush=True)
+            continue
+        print(f"memmatrix: wrote {where}", file=sys.stderr, flush=True)
     if failures:
         print(f"memmatrix: {len(failures)} run(s) did not produce a result:\n  - " + "\n  - ".join(failures),
               file=sys.stderr)
@@ -160,6 +172,9 @@ def parser() -> argparse.ArgumentParser:
                    help="an adapter option (see the system's adapter); recorded in the stamp and the result's folder name")
     r.add_argument("--no-judge", action="store_true",
                    help="never consult the pinned judge: hygiene a system leaves unqualified becomes SKIP")
+    r.add_argument("--replace", action="store_true",
+                   help="replace a result of a different setup (case file, seed, model, judge, protocol version) "
+                        "in the target folder; without it such a run is refused before it starts")
     r.add_argument("--python", metavar="PATH",
                    help="interpreter for an adapter given as PATH.py:CLASS (default: the one running memmatrix)")
     r.set_defaults(func=cmd_run)

@@ -7,13 +7,15 @@ An op whose adapter call is unsupported is recorded as a skip, with the adapter'
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
 from .capabilities import Capabilities
 from .clock import HarnessClock
-from .protocols.observe import sight
-from .protocols.base import OpRecords
+from .protocols.observe import sight, wordings
+from .canon import canonical
+from .protocols.base import OpRecords, settled_after
 from .judge import Judge
 from .tokens import found_in
 from .wire import AdapterClient
@@ -35,12 +37,16 @@ class CaseInterpreter:
         self.judge = judge
         self.restart = restart  # callable(ctx) -> bool, given by the run: the runtime restarts the system
         self.times: dict[str, str] = {}
+        self.judged: dict[str, tuple[bool, dict]] = {}
 
     def run(self, case: dict) -> None:
         tr = self.client.transcript
         tr.add({"kind": "case", "case": case["id"], "shape": case["shape"], "scopes": case["scopes"],
                 "targets": case["targets"], "recall_k": case.get("recall_k", 10), "ops": len(case["ops"])})
         self.case = case
+        tr.normalize.set_needles([w for t in case["targets"].values() for w in wordings(t)])
+        self.case_start = len(tr.records)
+        self.forgot = False
         self.clock = HarnessClock(self.clock_spec["start"], self.clock_spec.get("step", "PT1M"))
         ok, _ = self.client.call("reset", {}, {"case": case["id"], "index": -1, "step": "0"})
         if not ok:
@@ -97,6 +103,7 @@ class CaseInterpreter:
         self.clock.advance(spec["by"])
 
     def _op_forget(self, spec: dict, ctx: dict) -> None:
+        self.forgot = True
         if self._supported("forget", ctx):
             self.client.call("forget", {"scope": self._scope(spec["scope"]), "at": self.clock.now(),
                                         "text": spec["text"]}, ctx)
@@ -130,6 +137,11 @@ class CaseInterpreter:
             self.client.transcript.add({**ctx, "kind": "skip", "call": "probe",
                                         "reason": "the adapter declares no derived stores to probe"})
             return
+        watch = bool(spec.get("stale")) or self.forgot  # after a forget, a store seen holding it once holds it
+        self._observe(ctx, lambda pctx: self._probe_sweep(spec, pctx), watch=watch, held=None)
+
+    def _probe_sweep(self, spec: dict, ctx: dict) -> list[dict]:
+        start = len(self.client.transcript.records)
         for store in self.caps.stores:
             for name in spec["targets"]:
                 t = self.case["targets"][name]
@@ -139,6 +151,7 @@ class CaseInterpreter:
                 if ok and spec.get("stale") == name and found_in(result, t["token"]):
                     text = "\n".join(result["evidence"] + [i["text"] for i in result.get("items", [])])
                     self._judge(ctx, {"store": store}, f"(derived store {store})", name, text)
+        return self.client.transcript.records[start:]
 
     def _op_assess(self, spec: dict, ctx: dict) -> None:
         """Ask every door the asked targets' questions and the history questions; judge stale mentions."""
@@ -146,30 +159,29 @@ class CaseInterpreter:
         queries = [q for n in spec.get("ask", []) for q in targets[n]["queries"]]
         queries += [q for n in spec.get("history", []) for q in targets[n].get("history_queries", [])]
         queries = list(dict.fromkeys(queries))
-        polled = self.caps.support("settle") == "unsupported" and spec.get("expect")
-        deadline = time.monotonic() + self.settings.settle_timeout_s
-        poll = 0
-        while True:
-            pctx = {**ctx, "poll": poll} if polled else ctx
+        wanted = spec.get("expect", spec.get("ask", []))
+
+        def sweep(pctx: dict) -> list[dict]:
             scope, at = self._scope(spec["scope"]), self.clock.now()
             start = len(self.client.transcript.records)
             for door in self.caps.doors:
                 for q in queries:
                     self.client.call("door", {"query": q, "scope": scope, "door": door, "at": at}, pctx)
             calls = self.client.transcript.records[start:]
-            done = not polled or all(sight(OpRecords(ctx["index"], ctx["step"], spec, calls=calls), targets[n]).served
-                                     for n in spec["expect"])
-            if done or time.monotonic() >= deadline or self.client.unavailable:
-                break
-            poll += 1
-            time.sleep(self.settings.poll_interval_s)
-        stale = spec.get("stale")
-        if stale:
-            own = set(targets[stale]["queries"])
-            for call in calls:
-                if "result" in call and call["args"]["query"] in own and found_in(call["result"], targets[stale]["token"]):
-                    self._judge(pctx, {"door": call["args"]["door"], "query": call["args"]["query"]},
-                                call["args"]["query"], stale, call["result"]["text"])
+            stale = spec.get("stale")
+            if stale:
+                own = set(targets[stale]["queries"])
+                for call in calls:
+                    if "result" in call and call["args"]["query"] in own and found_in(call["result"], targets[stale]["token"]):
+                        self._judge(pctx, {"door": call["args"]["door"], "query": call["args"]["query"]},
+                                    call["args"]["query"], stale, call["result"]["text"])
+            return calls
+
+        def held(calls: list[dict]) -> bool:
+            op = OpRecords(ctx["index"], ctx["step"], spec, calls=calls)
+            return not op.errors() and all(sight(op, targets[n]).served for n in wanted)
+
+        self._observe(ctx, sweep, watch=bool(spec.get("stale")), held=held)
 
     def _judge(self, ctx: dict, where: dict, question: str, stale: str, text: str) -> None:
         if self.judge is None:
@@ -177,29 +189,64 @@ class CaseInterpreter:
         targets = self.case["targets"]
         current = targets.get("current", {}).get("token")
         body = self.judge.request(question, targets[stale]["token"], current, text)
-        if self.client.on_call is not None:
-            self.client.on_call(ctx, "judge")
-        ok, answer = self.judge.judge(body)
+        key = canonical(body)
+        if key not in self.judged:  # a poll that shows the same text again is not judged (or paid for) twice
+            if self.client.on_call is not None:
+                self.client.on_call(ctx, "judge")
+            self.judged[key] = self.judge.judge(body)
+        ok, answer = self.judged[key]
         rec = {**ctx, "kind": "judge", **where, "target": stale, "request": body}
         rec["result" if ok else "error"] = answer
         self.client.transcript.add(rec)
 
     def _op_expect(self, spec: dict, ctx: dict) -> None:
-        """Ask every door (and the raw recall) each target's questions; absent targets also by token.
+        """Ask every door (and the raw recall) each target's questions; absent targets also by token."""
+        targets = self.case["targets"]
 
-        A system without a quiescence signal is polled until the expectation holds or the
-        settle timeout passes; every poll is recorded and the last one is scored.
+        def held(calls: list[dict]) -> bool:
+            op = OpRecords(ctx["index"], ctx["step"], spec, calls=calls)
+            return not op.errors() and all(sight(op, targets[n]).served for n in spec.get("present", []))
+
+        self._observe(ctx, lambda pctx: self._sweep(spec, pctx), watch=bool(spec.get("absent")), held=held)
+
+    # ---------------------------------------------------------------- polling
+    def _must_poll(self) -> bool:
+        """No quiescence signal, or the last settle did not report quiescence: observe by polling."""
+        if self.caps.support("settle") == "unsupported":
+            return True
+        settled = None
+        for rec in self.client.transcript.records[self.case_start:]:
+            settled = settled_after(settled, rec)
+        return settled is not True
+
+    def _observe(self, ctx: dict, sweep, watch: bool, held) -> None:
+        """One sweep of a settled system; otherwise polls, every one recorded, and how it ended.
+
+        ``watch``: the op checks that something is absent (or no longer current), so it is polled
+        for the whole settle timeout: a value that shows up late, or flickers, is seen. Otherwise
+        polling stops at the first poll where ``held`` holds, or at the timeout.
         """
-        polled = self.caps.support("settle") == "unsupported"
-        deadline = time.monotonic() + self.settings.settle_timeout_s
-        poll = 0
+        if not self._must_poll():
+            sweep(ctx)
+            return
+        interval, timeout = self.settings.poll_interval_s, self.settings.settle_timeout_s
+        polls = math.ceil(timeout / interval) + 1
+        t0 = time.monotonic()
+        poll, until = 0, "timeout"
         while True:
-            calls = self._sweep(spec, {**ctx, "poll": poll} if polled else ctx)
-            if not polled or self._holds(spec, ctx, calls) or time.monotonic() >= deadline \
-                    or self.client.unavailable:
-                return
+            calls = sweep({**ctx, "poll": poll})
+            if self.client.unavailable:
+                until = "unavailable"
+                break
+            if not watch and held is not None and held(calls):
+                until = "held"
+                break
+            if poll + 1 >= polls:
+                break
             poll += 1
-            time.sleep(self.settings.poll_interval_s)
+            time.sleep(max(0.0, t0 + poll * interval - time.monotonic()))
+        self.client.transcript.add({**ctx, "kind": "polling", "polls": poll + 1, "until": until, "watch": watch,
+                                    "interval_s": interval, "timeout_s": timeout})
 
     def _sweep(self, spec: dict, ctx: dict) -> list[dict]:
         queries: list[str] = []
@@ -218,12 +265,3 @@ class CaseInterpreter:
                 self.client.call("recall", {"query": q, "scope": scope, "k": self.case.get("recall_k", 10),
                                             "at": at}, ctx)
         return self.client.transcript.records[start:]
-
-    def _holds(self, spec: dict, ctx: dict, calls: list[dict]) -> bool:
-        op = OpRecords(ctx["index"], ctx["step"], spec, calls=calls)
-        targets = self.case["targets"]
-        if op.errors():
-            return False
-        present = all(sight(op, targets[n]).served for n in spec.get("present", []))
-        absent = not any(sight(op, targets[n]).reachable for n in spec.get("absent", []))
-        return present and absent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +85,9 @@ def resolve_system(text: str, config: Config, python: str | None = None) -> Syst
     if python:
         raise SystemNotFound(f"--python applies to an adapter given as path.py:Class; {text!r} brings its own environment")
     name, _, version = text.partition("@")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
+        raise SystemNotFound(f"--system {text!r} is neither a system name (a folder under systems/: lowercase letters, "
+                             "digits, - and _) nor path/to/adapter.py:ClassName")
     folder = config.systems_dir / name
     if not (folder / "system.yaml").is_file():
         known = known_systems(config)

@@ -16,11 +16,12 @@ __all__ = ["contains", "found_in", "strings", "tokens"]
 
 
 def strings(obj: Any) -> Iterator[str]:
-    """Every string inside a JSON value: keys are skipped, values are walked."""
+    """Every string inside a JSON value, keys included: a value hidden in a key is still there."""
     if isinstance(obj, str):
         yield obj
     elif isinstance(obj, dict):
-        for value in obj.values():
+        for key, value in obj.items():
+            yield str(key)
             yield from strings(value)
     elif isinstance(obj, list):
         for value in obj:

@@ -11,40 +11,90 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .canon import canonical, sha256_bytes
+from .canon import canonical, read_text, sha256_bytes
+from .tokens import tokens
 
 ID_KEYS = frozenset({"id", "ids", "memory_id", "memory_ids", "source_ids", "superseded_by", "copy_of"})
+#: Fields the scorers read: never masked as volatile (an adapter declaring one is refused at load).
+SCORED_FIELDS = frozenset({"text", "items", "evidence", "state", "distance", "status", "valid_from", "valid_to",
+                           "as_of", "superseded_by", "quiescent", "jobs", "events", "event", "memory_id", "ids",
+                           "kind", "store"})
+_TIME_FIELDS = frozenset({"valid_from", "valid_to", "as_of", "at"})
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
-_SECRET_KEY = re.compile(r"(api[_-]?key|secret|password|token_value|authorization)", re.I)
+_SECRET_KEY = re.compile(r"(api[_-]?key|secret|password|passwd|token_value|access[_-]?token|auth[_-]?token|"
+                         r"authorization|credential|private[_-]?key)", re.I)
+#: Values that are credentials whatever their key is called (provider keys, tokens, bearer headers).
+_SECRET_VALUE = re.compile(r"^(?:Bearer\s+)?(?:sk|pk|rk|sess)-[A-Za-z0-9_\-]{12,}$|^(?:gh[pousr]|github_pat|xox[abpr]|"
+                           r"glpat|hf|AKIA|AIza)[A-Za-z0-9_\-]{12,}$")
+
+
+def secret_key(key: str) -> bool:
+    return bool(_SECRET_KEY.search(key))
+
+
+def secret_value(value: str) -> bool:
+    return bool(_SECRET_VALUE.match(value.strip()))
+_DATETIME = re.compile(r"\b(\d{4}-\d{2}-\d{2})[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
 
 NORMALIZATION = {
     "ids": "values under the keys " + ", ".join(sorted(ID_KEYS))
            + " and UUID-shaped strings anywhere are renumbered ~1, ~2 ... in order of first appearance",
-    "volatile_fields": "values of the fields the adapter declares volatile are replaced by ~volatile",
+    "volatile_fields": "values of the fields the adapter declares volatile are replaced by ~volatile "
+                       "(never a field the scorers read)",
+    "wall_clock": "date-times inside answer strings that fall on the wall-clock date of the run (within a day) "
+                  "are replaced by ~wallclock",
     "secrets": "values under keys that name a key, secret, password or authorization are replaced by ~redacted",
+    "needles": "a string holding any wording of a case target is never replaced whole (only its UUIDs and "
+               "wall-clock times are): normalisation cannot hide a value the scorers look for",
     "scope": "answers are normalised; the harness's own arguments are recorded as sent, secrets redacted",
 }
+
+
+def wall_dates(now: datetime | None = None) -> frozenset[str]:
+    """The wall-clock dates a system may stamp right now, in any time zone (UTC-12 .. UTC+14)."""
+    now = now or datetime.now(timezone.utc)
+    return frozenset((now + timedelta(days=d)).date().isoformat() for d in (-1, 0, 1))
 
 
 @dataclass
 class Normalizer:
     volatile_fields: frozenset[str] = frozenset()
+    needles: tuple[tuple[str, ...], ...] = ()   # token sequences of every wording of the current case's targets
     _ids: dict[str, str] = field(default_factory=dict)
+
+    def set_needles(self, wordings: list[str]) -> None:
+        self.needles = tuple(t for t in (tuple(tokens(w)) for w in wordings) if t)
+
+    def protected(self, text: str) -> bool:
+        """Does ``text`` hold a needle? Then it is never replaced whole."""
+        if not self.needles:
+            return False
+        have = tokens(text)
+        for want in self.needles:
+            n = len(want)
+            if any(tuple(have[i:i + n]) == want for i in range(len(have) - n + 1)):
+                return True
+        return False
 
     def _id(self, raw: str) -> str:
         if raw not in self._ids:
             self._ids[raw] = f"~{len(self._ids) + 1}"
         return self._ids[raw]
 
-    def _text(self, text: str) -> str:
-        return _UUID.sub(lambda m: self._id(m.group(0).lower()), text)
+    def _text(self, text: str, key: str | None = None) -> str:
+        text = _UUID.sub(lambda m: self._id(m.group(0).lower()), text)
+        if key not in _TIME_FIELDS and _DATETIME.search(text):
+            today = wall_dates()
+            text = _DATETIME.sub(lambda m: "~wallclock" if m.group(1) in today else m.group(0), text)
+        return text
 
     def redact(self, value: Any, key: str | None = None) -> Any:
         """Secrets only: what the harness sends is its own deterministic data and stays as sent."""
-        if key is not None and _SECRET_KEY.search(key) and isinstance(value, str):
+        if isinstance(value, str) and ((key is not None and _SECRET_KEY.search(key)) or secret_value(value)):
             return "~redacted"
         if isinstance(value, dict):
             return {k: self.redact(v, k) for k, v in value.items()}
@@ -53,7 +103,10 @@ class Normalizer:
         return value
 
     def __call__(self, value: Any, key: str | None = None) -> Any:
-        if key is not None and key in self.volatile_fields and value is not None:
+        if isinstance(value, str) and self.protected(value):
+            return self._text(value, key)
+        if key is not None and key in self.volatile_fields and key not in SCORED_FIELDS and value is not None \
+                and not isinstance(value, (dict, list)):
             return "~volatile"
         if key is not None and _SECRET_KEY.search(key) and isinstance(value, str):
             return "~redacted"
@@ -64,7 +117,7 @@ class Normalizer:
         if isinstance(value, str):
             if key in ID_KEYS:
                 return self._id(value.lower() if _UUID.fullmatch(value) else value)
-            return self._text(value)
+            return self._text(value, key)
         return value
 
 
@@ -78,6 +131,12 @@ class Transcript:
     def add(self, record: dict) -> dict:
         record = json.loads(canonical(record))  # a plain-JSON copy, exactly as it will be read back
         self.records.append(record)
+        return record
+
+    def prepend(self, record: dict) -> dict:
+        """The run header goes first, written once the run knows what produced it."""
+        record = json.loads(canonical(record))
+        self.records.insert(0, record)
         return record
 
     def add_exchange(self, context: dict, call: str, args: dict, result: Any = None,
@@ -97,17 +156,20 @@ class Transcript:
 
 
 def read_lines(path: Path) -> list[dict]:
-    """Read a transcript back, refusing anything that is not one JSON object per line."""
+    """Read a transcript back (plain or gzip), refusing anything that is not one JSON object per line."""
     records = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise ValueError(f"{path}:{n}: not a JSON object")
-            records.append(rec)
+    try:
+        text = read_text(path)
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{n}: not JSON ({exc.msg})") from None
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}:{n}: not a JSON object")
+        records.append(rec)
     return records
 
 

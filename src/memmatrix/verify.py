@@ -1,8 +1,16 @@
 """``memmatrix verify``: a number that cannot be re-derived from its artifact is a bug.
 
-For every result.json: validate it against its schema, recompute the transcript's hash,
-re-score every case from the transcript alone and compare every cell, recompute the
-summary and the fingerprint. Every difference is reported; none is forgiven.
+For every result.json: validate it against its schema; recompute the hashes of its transcripts
+(over their canonical uncompressed lines); check that the transcript's run header names exactly
+what the stamp says (system, version, adapter, runtime, options, model, judge, limits); that its
+steps are the protocol's; that the case file it names is in this checkout at that sha256 and the
+transcript holds exactly its cases and ops, in order; then re-score every case from the transcript
+alone and re-derive the summary, findings, cost, the judge's accuracy and the fingerprint. Every
+difference is reported, naming the file and what disagrees; none is forgiven.
+
+What it cannot prove: that the system behaves as recorded. A self-consistent transcript written
+by hand re-derives. ``memmatrix verify --rerun`` re-executes a deterministic run and compares
+hashes; that is the only proof of behaviour.
 """
 
 from __future__ import annotations
@@ -10,12 +18,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import schemas
-from .canon import sha256_file
+from . import derive, schemas
+from .bindings import check_bindings
+from .canon import read_text, sha256_bytes
 from .config import Config
 from .errors import ConfigError, MemmatrixError
 from .protocols import get_protocol
-from .scoring import recorded_capabilities, run_header, score_transcript, summarize
+from .scoring import recorded_capabilities, score_transcript, summarize
 from .stamp import fingerprint
 from .transcript import read_lines
 
@@ -35,15 +44,41 @@ def find_results(paths: list[Path]) -> list[Path]:
     return found
 
 
-def load_result(path: Path) -> dict:
+def load_result(path: Path, config: Config | None = None) -> dict:
+    """A result.json, parsed; with ``config``, also checked against its schema (one clear error if not)."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        result = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} cannot be read as JSON: {exc}") from None
+    if config is not None:
+        problems = schemas.errors(config.schemas_dir, "result", result)
+        if problems:
+            raise ConfigError(f"{path} is not a memmatrix result (schemas/result.schema.json {problems[0]}); "
+                              "regenerate it with `memmatrix run`")
+    return result
+
+
+def _artifact(folder: Path, entry: dict, what: str) -> tuple[str | None, list[str]]:
+    """The canonical text of a transcript the result names, or the problems with it."""
+    f = folder / entry["file"]
+    if not f.is_file():
+        return None, [f"the {what} {entry['file']} named by the result is missing"]
+    try:
+        text = read_text(f)
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
+        return None, [f"the {what} {entry['file']} cannot be read ({type(exc).__name__}: {exc})"]
+    problems = []
+    actual = sha256_bytes(text.encode())
+    if actual != entry["sha256"]:
+        problems.append(f"{entry['file']}: sha256 of its canonical lines is {actual}, the result records {entry['sha256']}")
+    if text.count("\n") != entry["records"]:
+        problems.append(f"{entry['file']} has {text.count(chr(10))} records, the result records {entry['records']}")
+    return text, problems
 
 
 def verify_result(path: Path, config: Config) -> list[str]:
     """Every problem with one run directory; an empty list means it re-derives exactly."""
+    path = Path(path)
     try:
         result = load_result(path)
     except ConfigError as exc:
@@ -51,50 +86,39 @@ def verify_result(path: Path, config: Config) -> list[str]:
     problems = schemas.errors(config.schemas_dir, "result", result)
     if problems:
         return [f"does not fit schemas/result.schema.json {p}" for p in problems]
-    transcript = path.parent / result["transcript"]["file"]
-    if not transcript.is_file():
-        return [f"the transcript {transcript.name} named by the result is missing"]
-    actual = sha256_file(transcript)
-    if actual != result["transcript"]["sha256"]:
-        problems.append(f"transcript sha256 is {actual}, the result records {result['transcript']['sha256']}")
-    mt = result.get("model_transcript")
-    if mt is not None:
-        mpath = path.parent / mt["file"]
-        if not mpath.is_file():
-            problems.append(f"the model transcript {mt['file']} named by the result is missing")
-        else:
-            if sha256_file(mpath) != mt["sha256"]:
-                problems.append(f"model transcript sha256 is {sha256_file(mpath)}, the result records {mt['sha256']}")
-            with open(mpath, encoding="utf-8") as fh:
-                lines = sum(1 for _ in fh)
-            if lines != mt["records"]:
-                problems.append(f"the model transcript has {lines} records, the result records {mt['records']}")
+    text, problems = _artifact(path.parent, result["transcript"], "transcript")
+    if text is None:
+        return problems
+    model_records: list[dict] = []
+    if result.get("model_transcript") is not None:
+        mtext, more = _artifact(path.parent, result["model_transcript"], "model transcript")
+        problems += more
+        model_records = [json.loads(line) for line in (mtext or "").splitlines()]
     try:
-        records = read_lines(transcript)
-    except (ValueError, OSError) as exc:
-        return problems + [f"the transcript cannot be read: {exc}"]
-    if len(records) != result["transcript"]["records"]:
-        problems.append(f"the transcript has {len(records)} records, the result records {result['transcript']['records']}")
-    stamp = result["stamp"]
-    try:
-        protocol = get_protocol(stamp["protocol"]["name"])
-        header = run_header(records)
+        records = read_lines(path.parent / result["transcript"]["file"])
+        protocol = get_protocol(result["stamp"]["protocol"]["name"])
         caps = recorded_capabilities(records)
-    except (MemmatrixError, ValueError) as exc:
+    except (MemmatrixError, ValueError, OSError) as exc:
         return problems + [str(exc)]
+    stamp = result["stamp"]
     if protocol.version != stamp["protocol"]["version"]:
         return problems + [f"scored by {protocol.name} protocol {stamp['protocol']['version']}; this memmatrix "
                            f"implements {protocol.version}: verify with the memmatrix version in the stamp"]
-    for key, want in (("protocol", stamp["protocol"]), ("dataset", {"version": stamp["dataset"]["version"],
-                                                                     "sha256": stamp["dataset"]["sha256"]})):
-        if header.get(key) != want:
-            problems.append(f"the transcript's {key} {header.get(key)} differs from the stamp's {want}")
-    if caps != result["capabilities"]:
-        problems.append("the capabilities in the result differ from those recorded in the transcript")
+    problems += check_bindings(path, result, records, model_records, protocol, caps, config)
     rescored = score_transcript(protocol, records)
     problems += compare_cases(result["cases"], rescored)
     if summarize(protocol, rescored) != result["summary"]:
         problems.append("the summary differs from the one recomputed from the transcript")
+    cost = derive.model_cost(model_records, stamp["model"]["mode"])
+    if cost != result.get("cost"):
+        problems.append("the cost differs from the one derived from the model transcript "
+                        f"(derived totals {cost['total']}, recorded {result.get('cost', {}).get('total')})")
+    findings = derive.run_findings(records, caps, stamp.get("limits", {})) + derive.model_findings(model_records, cost)
+    if findings != result["findings"]:
+        missing = [f for f in findings if f not in result["findings"]]
+        extra = [f for f in result["findings"] if f not in findings]
+        problems.append(f"the findings differ from those derived from the transcripts: missing {missing}, "
+                        f"not derivable {extra}")
     if fingerprint(stamp) != stamp["fingerprint"]:
         problems.append(f"the fingerprint {stamp['fingerprint']} does not match the stamp (recomputed {fingerprint(stamp)})")
     return problems

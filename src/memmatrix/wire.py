@@ -174,12 +174,16 @@ class AdapterClient:
                 raise CallError("malformed", f"{op} answer does not fit wire.schema.json#/$defs/{op}: "
                                 + "; ".join(problems[:5]))
         except CallError as err:
+            went = None
             if err.kind == "timeout" and self.endpoint.wedged():
-                self.unavailable = (f"the adapter stopped answering: call {self._calls} ({op}) timed out "
-                                    f"and it is still busy; later calls were not made")
+                went = (f"the adapter stopped answering: call {self._calls} ({op}) timed out "
+                        f"and it is still busy; later calls were not made")
             elif err.kind == "connection":
-                self.unavailable = f"the adapter went away at call {self._calls} ({op}): {err.message}"
+                went = f"the adapter went away at call {self._calls} ({op}): {err.message}"
             rec = self.transcript.add_exchange(context, op, args, error=err.as_record())
+            if went:
+                self.unavailable = went
+                self.transcript.add({**context, "kind": "unavailable", "message": went})
             return False, rec["error"]
         rec = self.transcript.add_exchange(context, op, args, result=result)
         return True, rec["result"]

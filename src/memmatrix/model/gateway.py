@@ -55,6 +55,8 @@ class Gateway:
         self.replay = Replay(settings.replay) if settings.mode == "replay" else None
         self.session = requests.Session()
         self.upstream = {"ok": 0, "errors": 0, "replay_misses": 0, "first_error": None}
+        self.inflight = 0  # calls received and not yet answered: a run may not end on one (proxy, replay)
+        self._inflight_lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -82,7 +84,11 @@ class Gateway:
         return f"http://{self.host}:{self.port}/v1"
 
     def identity(self) -> dict:
-        return self.settings.identity(self.oracle.version, getattr(self.embedder, "name", "none"))
+        ident = self.settings.identity(self.oracle.version, getattr(self.embedder, "name", "none"))
+        if self.replay is not None:  # a replay is named by the recording's content and the model that made it
+            ident.update(id=f"replay:{self.replay.sha256[:16]}", recording_sha256=self.replay.sha256,
+                         recorded_model=self.replay.recorded_model)
+        return ident
 
     def models(self) -> dict:
         return adapter_models(self.settings)
@@ -90,7 +96,7 @@ class Gateway:
     def state(self) -> dict:
         """Everything a run needs from the gateway when it ends."""
         return {"transcript": self.recorder.text(), "cost": self.recorder.cost(), "latency": self.recorder.latency(),
-                "identity": self.identity(), "upstream": dict(self.upstream)}
+                "identity": self.identity(), "upstream": dict(self.upstream), "inflight": self.inflight}
 
     # ------------------------------------------------------------------ requests
     def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict]:
@@ -120,6 +126,15 @@ class Gateway:
         if path not in routes:
             return 404, _error(f"no route POST {path}; the gateway serves {sorted(routes)}", "not_found")
         kind, fn = routes[path]
+        with self._inflight_lock:
+            self.inflight += 1
+        try:
+            return self._serve(path, kind, fn, body)
+        finally:
+            with self._inflight_lock:
+                self.inflight -= 1
+
+    def _serve(self, path: str, kind: str, fn, body) -> tuple[int, dict]:
         t0 = time.perf_counter()
         try:
             if not isinstance(body, dict):
@@ -132,10 +147,10 @@ class Gateway:
             key = "replay_misses" if isinstance(exc, ReplayMiss) else "errors"
             self.upstream[key] += 1
             self.upstream["first_error"] = self.upstream["first_error"] or str(exc)[:500]
-            meta = {"error": str(exc)[:2000]}
+            meta = {"error": str(exc)[:2000], "error_kind": "replay_miss" if isinstance(exc, ReplayMiss) else "upstream"}
         except Exception as exc:  # a dialect that breaks is surfaced, never papered over
             status, response, meta = 500, _error(f"oracle failed: {type(exc).__name__}: {exc}", "server_error"), \
-                {"error": f"{type(exc).__name__}: {exc}"}
+                {"error": f"{type(exc).__name__}: {exc}", "error_kind": "gateway"}
         record = {"endpoint": path, "kind": kind, "request": normalize_request(body), "status": status, **meta}
         if status == 200 and "response" not in record:
             record["response"] = response
@@ -153,9 +168,10 @@ class Gateway:
             response = self._elsewhere(path, body)
             usage = response.get("usage") or {}
             return 200, response, {"usage": {"in": usage.get("prompt_tokens", usage.get("input_tokens", 0)),
-                                             "out": usage.get("completion_tokens", usage.get("output_tokens", 0))}}
+                                             "out": usage.get("completion_tokens", usage.get("output_tokens", 0))},
+                                   **self._provenance(self.settings.upstream_model)}
         reply: Reply = self.oracle.chat(body)
-        rid = sha256_json(body)[:12]
+        rid = sha256_json(normalize_request(body))[:12]  # from the content as recorded: never from today's date
         response = response_object(body, reply, rid) if path.endswith("/responses") else chat_completion(body, reply, rid)
         usage = response["usage"]
         return 200, response, {"dialect": reply.dialect, "matched": reply.matched,
@@ -169,7 +185,8 @@ class Gateway:
             raise BadRequest("'input' must be a string or a non-empty list of strings")
         if self.settings.mode != "oracle":
             response = self._elsewhere(path, body)
-            return 200, response, {"usage": {"inputs": len(inputs)}}
+            return 200, response, {"usage": {"inputs": len(inputs)},
+                                   **self._provenance(self.settings.upstream_embedding_model)}
         dims = body.get("dimensions")
         if dims is not None and (not isinstance(dims, int) or dims < 8):
             raise BadRequest("'dimensions' must be an integer of at least 8")
@@ -186,6 +203,12 @@ class Gateway:
         return 200, response, {"usage": {"inputs": len(inputs)}, "response_sha256": sha256_json(response),
                                "response": {"digest_only": True, "inputs": len(inputs),
                                             "dims": width}}
+
+    def _provenance(self, model: str | None) -> dict:
+        """Who answered a non-oracle call: the pinned upstream model, or the recording."""
+        if self.settings.mode == "replay":
+            return {"replayed": True}
+        return {"upstream_model": model}
 
     def _elsewhere(self, path: str, body: dict) -> dict:
         if self.settings.mode == "replay":

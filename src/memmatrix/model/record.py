@@ -9,7 +9,6 @@ request: the same set of calls gives the same bytes. Latency is kept apart, unha
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
 
 from ..canon import canonical, sha256_json
 
@@ -44,32 +43,8 @@ class ModelRecorder:
 
     def cost(self) -> dict:
         """Calls and tokens per adapter operation and in total: the cost column nobody reports."""
-        per: dict[str, dict] = defaultdict(lambda: {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0,
-                                                    "embedding_calls": 0, "embedding_inputs": 0})
-        total = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "embedding_calls": 0, "embedding_inputs": 0,
-                 "unmatched": 0, "errors": 0}
-        with self.lock:
-            rows = list(self.records)
-        for r in rows:
-            bucket = per[r["context"].get("call") or "setup"]
-            if r.get("error"):
-                total["errors"] += 1
-                continue
-            usage = r.get("usage", {})
-            if r["kind"] == "embedding":
-                for d in (bucket, total):
-                    d["embedding_calls"] += 1
-                    d["embedding_inputs"] += usage.get("inputs", 0)
-            else:
-                for d in (bucket, total):
-                    d["llm_calls"] += 1
-                    d["tokens_in"] += usage.get("in", 0)
-                    d["tokens_out"] += usage.get("out", 0)
-            if r.get("matched") is False:
-                total["unmatched"] += 1
-        return {"total": total, "per_operation": dict(sorted(per.items())),
-                "tokens_method": "estimated: words and punctuation of the request and answer" if self.mode == "oracle"
-                else "reported by the upstream (as recorded)"}
+        from ..derive import model_cost
+        return model_cost(self.ordered(), self.mode)
 
     def latency(self) -> dict:
         with self.lock:

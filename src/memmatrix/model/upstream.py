@@ -10,7 +10,7 @@ from pathlib import Path
 
 import requests
 
-from ..canon import canonical, sha256_json
+from ..canon import canonical, read_text, sha256_bytes, sha256_json
 from .settings import GatewaySettings
 
 
@@ -76,8 +76,12 @@ class Replay:
     def __init__(self, path: Path):
         self.by_key: dict[str, deque] = defaultdict(deque)
         self.recorded: list[tuple[str, str]] = []  # (endpoint, canonical request) in recorded order
-        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        text = read_text(path)
+        self.sha256 = sha256_bytes(text.encode())
+        self.recorded_model = None  # the upstream model that answered the recording
+        for n, line in enumerate(text.splitlines(), 1):
             rec = json.loads(line)
+            self.recorded_model = self.recorded_model or rec.get("upstream_model")
             if "response" not in rec:
                 continue
             req = normalize_request(rec["request"])

@@ -52,6 +52,15 @@ class OpRecords:
     spec: dict
     calls: list[dict] = field(default_factory=list)
     skips: list[dict] = field(default_factory=list)
+    polling: dict | None = None          # how a system without a quiescence signal was polled, if it was
+    settled_before: bool | None = None   # did the system report quiescence after its last change, before this op
+
+    def polled(self) -> bool:
+        return self.polling is not None
+
+    def polled_to_timeout(self) -> bool:
+        """Every poll of the settle timeout was made (an absence needs it when the system never settled)."""
+        return bool(self.polling) and self.polling.get("until") == "timeout"
 
     def last_poll(self) -> list[dict]:
         """The calls of the final poll (systems without a quiescence signal are polled)."""
@@ -61,19 +70,41 @@ class OpRecords:
         return [c for c in self.calls if c.get("poll", 0) == last]
 
     def errors(self) -> list[dict]:
-        return [c for c in self.last_poll() if "error" in c]
+        """Failed calls in any poll: a gap in what was observed is never a clean observation."""
+        return [c for c in self.calls if "error" in c]
+
+
+#: Calls after which a system has unapplied changes until it settles again.
+CHANGES = frozenset({"write", "forget", "update", "import_history", "share", "run_background_jobs", "restart", "reset"})
+
+
+def settled_after(settled: bool | None, rec: dict) -> bool | None:
+    """The system's quiescence after ``rec``: a change unsettles it, a quiescent settle settles it."""
+    if rec.get("kind") == "call" and rec.get("call") in CHANGES:
+        return False
+    if rec.get("kind") == "call" and rec.get("call") == "settle":
+        return "result" in rec and rec["result"].get("quiescent") is True
+    return settled
 
 
 def group_ops(records: list[dict]) -> list[OpRecords]:
-    """Group a case's records by op index, in script order."""
+    """Group a case's records by op index, in script order, noting whether the system had settled."""
     ops: dict[int, OpRecords] = {}
+    settled: bool | None = None
     for rec in records:
         kind = rec.get("kind")
         if kind == "op":
-            ops[rec["index"]] = OpRecords(rec["index"], str(rec["step"]), rec["spec"])
-        elif kind in ("call", "skip") and rec.get("index") in ops:
-            target = ops[rec["index"]]
-            (target.calls if kind == "call" else target.skips).append(rec)
+            ops[rec["index"]] = OpRecords(rec["index"], str(rec["step"]), rec["spec"], settled_before=settled)
+        settled = settled_after(settled, rec)
+        if rec.get("index") not in ops:
+            continue
+        target = ops[rec["index"]]
+        if kind == "call":
+            target.calls.append(rec)
+        elif kind == "skip":
+            target.skips.append(rec)
+        elif kind == "polling":
+            target.polling = rec
     return [ops[i] for i in sorted(ops)]
 
 

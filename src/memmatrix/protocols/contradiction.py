@@ -9,19 +9,24 @@ scores columns, never one number:
   serves the old one as current)
 - B hygiene: the stale value is absent from the door, or present but qualified
 - C durability: A and B again after every background job; C' after the day-1 material is
-  re-fed through a different write path (import), at its original time
+  re-fed through a different write path (import), at its original time (doors and derived stores)
 - D history: the old value is still knowable when asked about the past
-- E derived reach: derived stores no longer assert the stale value as current
+- E derived reach: after the background jobs and before any re-import, derived stores no longer
+  assert the stale value as current
 - S siblings: the never-contradicted sibling (and the unchanged part of a compound fact)
   is still served: over-invalidation is a real failure
+- U undo: once the correction itself is forgotten, the original value is current again
+
+"Served" means served as current everywhere (protocols/observe.py): a value the door hands over
+only as former, superseded, retracted or expired is not served.
 """
 
 from __future__ import annotations
 
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, group_ops
 from .deletion import _combine
-from .hygiene import door_answers, hygiene, judge_for, qualified
-from .observe import holds, sight
+from .hygiene import door_answers, hygiene, judge_for
+from .observe import holds, items_holding, served_as_current, sight
 
 STEPS = (
     StepDef("setup", "setup", "the original value and its sibling are served before the correction (control)"),
@@ -31,11 +36,11 @@ STEPS = (
             needs=("setup",)),
     StepDef("C", "durable", "A and B still hold after every background job ran and the system restarted", needs=("setup",),
             essential="run_background_jobs"),
-    StepDef("C'", "re-entry", "A and B still hold after the day-1 material is re-fed through another write path",
-            needs=("setup",), essential="import_history"),
+    StepDef("C'", "re-entry", "A and B (and the derived stores) still hold after the day-1 material is re-fed through "
+            "another write path", needs=("setup",), essential="import_history"),
     StepDef("D", "history", "the old value is still knowable when asked about the past", needs=("setup",)),
-    StepDef("E", "derived", "derived stores (summaries, profiles, edges) no longer assert the stale value as current",
-            needs=("setup",), essential="probe"),
+    StepDef("E", "derived", "after the background jobs, derived stores (summaries, profiles, edges) no longer assert "
+            "the stale value as current", needs=("setup",), essential="probe"),
     StepDef("S", "siblings", "the never-contradicted sibling (and unchanged parts) survive the correction",
             needs=("setup",)),
     StepDef("U", "undo", "once the correction itself is forgotten, the original value is current again",
@@ -47,7 +52,7 @@ PHASES = {"now": ("A", "B", "D"), "after-jobs": ("C",), "after-reimport": ("C'",
 
 class ContradictionProtocol(EvalProtocol):
     name = "contradiction"
-    version = "1.3.0"
+    version = "1.4.0"
     steps = STEPS
     uses_judge = True
 
@@ -69,13 +74,13 @@ class _Scorer:
         self.mechanical = bool(caps.get("qualifiers"))
         self.current = self.t.get("current")
         self.stale = self.t["original"]
+        self.derived = {s["name"] for s in caps.get("stores", []) if s.get("role", "derived") == "derived"}
 
     def _op(self, step: str, kind: str) -> OpRecords | None:
         return next((o for o in self.ops if o.step == step and o.spec["op"] == kind), None)
 
     def _judges(self, op: OpRecords) -> list[dict]:
-        last = max((c.get("poll", 0) for c in op.calls), default=0)
-        return [j for j in self.judges if j["index"] == op.index and j.get("poll", 0) == last]
+        return [j for j in self.judges if j["index"] == op.index]
 
     def cells(self) -> list[Cell]:
         cells: dict[str, Cell] = {}
@@ -100,7 +105,7 @@ class _Scorer:
             return Cell("setup", ERROR, errs[0].get("error", {}).get("message", "a door call failed"))
         missing = [n for n in op.spec.get("ask", []) if not sight(op, self.t[n]).served]
         if missing:
-            return Cell("setup", FAIL, f"not served before the correction: {missing}",
+            return Cell("setup", FAIL, f"not served as current before the correction: {missing}",
                         [{"op": op.index, "missing": missing}])
         return Cell("setup", PASS, "", [{"op": op.index, "served": op.spec.get("ask", [])}])
 
@@ -110,14 +115,20 @@ class _Scorer:
 
     def _answer(self, step: str) -> tuple[str, str, list[dict], bool]:
         op = self._op(step, "assess")
+        if self.current is not None:
+            answers, errors = door_answers(op, self.current["queries"], every_poll=False)
+            if errors:
+                return ERROR, errors[0], [], False
+            ok = any(served_as_current(a, self.current, self.at[op.index]) for _, a in answers)
+            if ok:
+                return PASS, "", [{"op": op.index, "current": "served as current"}], False
+            held = any(holds(a, self.current) for _, a in answers)
+            why = "is served only as no longer current" if held else "is not served"
+            return FAIL, f"the current value {self.current['token']!r} {why} for {self.current['queries']}", \
+                [{"op": op.index, "current": "qualified" if held else "not served"}], False
         answers, errors = door_answers(op, self.stale["queries"])
         if errors:
             return ERROR, errors[0], [], False
-        if self.current is not None:
-            ok = any(holds(a, self.current) for _, a in answers)
-            return (PASS, "", [{"op": op.index, "current": "served"}], False) if ok else \
-                (FAIL, f"the current value {self.current['token']!r} is not served for {self.stale['queries']}",
-                 [{"op": op.index, "current": "not served"}], False)
         h = hygiene(answers, self.stale, None, self.at[op.index], self.mechanical, self._judges(op),
                     self._setup_ok(), "the answer")
         return h.verdict, h.reason, [{"op": op.index, **c} for c in h.checks], h.judged
@@ -127,7 +138,8 @@ class _Scorer:
         answers, errors = door_answers(op, self.stale["queries"])
         if errors:
             return ERROR, errors[0], [], False
-        served_now = self.current is not None and any(holds(a, self.current) for _, a in answers)
+        last = door_answers(op, self.current["queries"], every_poll=False)[0] if self.current else []
+        served_now = any(served_as_current(a, self.current, self.at[op.index]) for _, a in last)
         h = hygiene(answers, self.stale, self.current, self.at[op.index], self.mechanical, self._judges(op),
                     served_now or (self.current is None and self._setup_ok()), "the door")
         return h.verdict, h.reason, [{"op": op.index, **c} for c in h.checks], h.judged
@@ -142,13 +154,13 @@ class _Scorer:
     def _B(self) -> Cell:
         return self._cell("B", *self._hygiene("now"))
 
-    def _again(self, key: str, step: str) -> Cell:
+    def _again(self, key: str, step: str, extra: list = ()) -> Cell:
         if self._op(step, "assess") is None:
             return Cell(key, SKIP, f"the case has no {step} assessment")
         a, b = self._answer(step), self._hygiene(step)
-        verdict, reason, checks = _combine([(a[0], f"answer: {a[1]}" if a[1] else "", a[2]),
-                                            (b[0], f"hygiene: {b[1]}" if b[1] else "", b[2])])
-        return self._cell(key, verdict, reason, checks, a[3] or b[3])
+        parts = [(a[0], f"answer: {a[1]}" if a[1] else "", a[2]), (b[0], f"hygiene: {b[1]}" if b[1] else "", b[2])]
+        verdict, reason, checks = _combine(parts + [e[:3] for e in extra])
+        return self._cell(key, verdict, reason, checks, a[3] or b[3] or any(e[3] for e in extra))
 
     def _C(self) -> Cell:
         for kind in ("jobs", "restart"):
@@ -163,12 +175,18 @@ class _Scorer:
         errs = imp.errors() if imp else []
         if errs:
             return Cell("C'", ERROR, f"the re-import failed: {errs[0]['error']['message']}")
-        return self._again("C'", "after-reimport")
+        probe = self._op("after-reimport", "probe")
+        extra = []
+        if probe is not None and not probe.skips and self.derived:
+            v, r, c, j = self._derived(probe)
+            if v != SKIP:  # derived stores after the re-import: part of C' (what an import re-derives)
+                extra.append((v, f"derived stores: {r}" if r else "", c, j))
+        return self._again("C'", "after-reimport", extra)
 
     def _D(self) -> Cell:
         op = self._op("now", "assess")
         queries = self.stale.get("history_queries", [])
-        answers, errors = door_answers(op, queries)
+        answers, errors = door_answers(op, queries, every_poll=False)
         if errors:
             return Cell("D", ERROR, errors[0])
         if any(holds(a, self.stale) for _, a in answers):
@@ -176,28 +194,39 @@ class _Scorer:
         return Cell("D", FAIL, f"the former value {self.stale['token']!r} is no longer knowable when asked "
                                f"{queries}: the correction became amnesia", [{"op": op.index, "history": "lost"}])
 
-    def _E(self) -> Cell:
-        final, base = self._op("derived", "probe"), self._op("setup", "probe")
-        derived = {s["name"] for s in self.caps.get("stores", []) if s.get("role", "derived") == "derived"}
-        if not derived:
-            return Cell("E", UNSUPPORTED, "the system declares no derived store")
+    def _derived(self, final: OpRecords) -> tuple[str, str, list[dict], bool]:
+        """Do the derived stores assert the stale value as current (hygiene over every poll)?"""
+        base = self._op("setup", "probe")
         for op in (base, final):
             errs = op.errors()
             if errs:
-                return Cell("E", ERROR, f"a probe failed: {errs[0]['error']['message']}")
-        held_before = {c["args"]["store"] for c in base.last_poll() if c["args"]["store"] in derived
-                       and (c["result"]["state"] == "present" or holds(c["result"], self.stale))}
-        answers = [({"store": c["args"]["store"]}, {"text": "\n".join(c["result"]["evidence"]),
-                                                    "items": c["result"].get("items", [])})
-                   for c in final.last_poll() if c["args"]["store"] in derived
-                   and c["args"]["needle"]["token"] == self.stale["token"]]
+                return ERROR, f"a probe failed: {errs[0]['error']['message']}", [], False
+        held_before = {c["args"]["store"] for c in base.calls if c["args"]["store"] in self.derived
+                       and "result" in c and (c["result"]["state"] == "present" or holds(c["result"], self.stale))}
+        answers = []
+        for c in final.calls:
+            if c["args"]["store"] in self.derived and c["args"]["needle"]["token"] == self.stale["token"]:
+                where = {"store": c["args"]["store"], **({"poll": c["poll"]} if "poll" in c else {})}
+                answers.append((where, {"text": "\n".join(c["result"]["evidence"]), "items": c["result"].get("items", [])}))
         h = hygiene(answers, self.stale, self.current, self.at[final.index], self.mechanical, self._judges(final),
                     bool(held_before), "a derived store")
         checks = [{"op": final.index, "held_before": sorted(held_before), **c} for c in h.checks]
         reason = h.reason
         if h.verdict == SKIP and not held_before:
             reason = "no derived store held the original value before the correction, so there is nothing to reach"
-        return self._cell("E", h.verdict, reason, checks, h.judged)
+        return h.verdict, reason, checks, h.judged
+
+    def _E(self) -> Cell:
+        if not self.derived:
+            return Cell("E", UNSUPPORTED, "the system declares no derived store")
+        return self._cell("E", *self._derived(self._op("derived", "probe")))
+
+    def _retired(self, step: str) -> bool | None:
+        """Was the original no longer served as current at ``step``? (None: not measured or undecided)."""
+        if self._op(step, "assess") is None:
+            return None
+        verdict = self._hygiene(step)[0]
+        return {PASS: True, FAIL: False}.get(verdict)
 
     def _U(self) -> Cell:
         op = self._op("after-undo", "assess")
@@ -207,12 +236,15 @@ class _Scorer:
         for o in (forget, op):
             if o.errors():
                 return Cell("U", ERROR, o.errors()[0]["error"]["message"])
+        if self._retired("now") is False:
+            return Cell("U", SKIP, "the correction never retired the original (it was still served as current right "
+                                   "after the correction, column B), so undoing the correction has nothing to restore")
         reimport = self._op("reimport", "import")
-        if reimport is not None and not reimport.skips and self._op("after-reimport", "assess") is not None \
-                and self._hygiene("after-reimport")[0] == FAIL:
-            return Cell("U", SKIP, "the re-import had already put the original back beside the correction, so "
-                                   "whether undoing the correction restores it cannot be told apart")
-        answers, _ = door_answers(op, self.stale["queries"])
+        if reimport is not None and not reimport.skips and self._retired("after-reimport") is False:
+            return Cell("U", SKIP, "the correction retired the original, but the re-import had already put it back "
+                                   "beside the correction, so whether undoing the correction restores it cannot be "
+                                   "told apart")
+        answers, _ = door_answers(op, self.stale["queries"], every_poll=False)
         held = [(w, a) for w, a in answers if holds(a, self.stale)]
         if not held:
             return Cell("U", FAIL, f"the original value {self.stale['token']!r} is gone: forgetting the correction "
@@ -220,11 +252,10 @@ class _Scorer:
         at = self.at[op.index]
         checks, verdicts, judged = [], [], False
         for where, a in held:
-            items = [it for it in a.get("items", []) if holds(it.get("text", ""), self.stale)]
-            if self.mechanical and items:
-                current = [it for it in items if not qualified(it, at)]
-                verdicts.append(bool(current))
-                checks.append({"op": op.index, **where, "original": "current" if current else "still former"})
+            if self.mechanical and items_holding(a, self.stale):
+                ok = served_as_current(a, self.stale, at)
+                verdicts.append(ok)
+                checks.append({"op": op.index, **where, "original": "current" if ok else "still former"})
                 continue
             j = judge_for(self._judges(op), where)
             if j is None or "error" in j:
@@ -249,7 +280,7 @@ class _Scorer:
         setup = self._op("setup", "assess")
         names = [n for n in ("sibling", "kept") if n in self.t and sight(setup, self.t[n]).served]
         if not names:
-            return Cell("S", SKIP, "no sibling was served before the correction, so losing it proves nothing")
+            return Cell("S", SKIP, "no sibling was served as current before the correction, so losing it proves nothing")
         outcomes = []
         for step in ("now", "after-jobs", "after-reimport"):
             op = self._op(step, "assess")
@@ -261,6 +292,7 @@ class _Scorer:
                 continue
             lost = [n for n in names if not sight(op, self.t[n]).served]
             outcomes.append((FAIL if lost else PASS,
-                             f"over-invalidation: {lost} no longer served ({step})" if lost else "",
+                             f"over-invalidation: {lost} no longer served as current ({step})" if lost else "",
                              [{"op": op.index, "phase": step, "lost": lost}]))
         return Cell("S", *_combine(outcomes))
+

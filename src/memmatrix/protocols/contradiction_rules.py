@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..tokens import contains
 
 SHAPES = ("replacement", "polarity", "retraction", "partial", "bounded")
-ORDER = ("setup", "contradict", "now", "jobs", "after-jobs", "reimport", "after-reimport", "derived", "undo",
+ORDER = ("setup", "contradict", "now", "jobs", "after-jobs", "derived", "reimport", "after-reimport", "undo",
          "after-undo")
 OPTIONAL = ("undo", "after-undo")
 
@@ -91,7 +91,10 @@ def validate_contradiction_case(case: dict) -> list[str]:
         bad("a corrected case must forget the correction (step 'undo') and assess again (step 'after-undo')")
     derived = find("derived", "probe")
     if not derived or derived[0].get("stale") != "original":
-        bad("step 'derived' must probe the original with stale 'original'")
+        bad("step 'derived' must probe the original with stale 'original' (after the jobs, before the re-import)")
+    again = find("after-reimport", "probe")
+    if not again or again[0].get("stale") != "original":
+        bad("step 'after-reimport' must probe the derived stores again with stale 'original' (part of C')")
     for i, op in enumerate(ops):
         for key in ("scope", "to"):
             if key in op and op[key] not in case["scopes"]:

@@ -53,7 +53,7 @@ def _combine(outcomes: list[tuple[str, str, list[dict]]]) -> tuple[str, str, lis
 
 class DeletionProtocol(EvalProtocol):
     name = "deletion"
-    version = "1.2.0"
+    version = "1.3.0"
     steps = STEPS
 
     # ---------------------------------------------------------------- validation
@@ -145,10 +145,10 @@ class _State:
         control = bool(op.spec.get("absent"))
         for name in op.spec.get("present", []):
             ok = sight(op, targets[name]).served
-            detail = "served" if ok else f"not served when asked {targets[name]['queries']}"
-            why = (f"control {name} not served in scope {scope!r} (asked {targets[name]['queries']}): "
+            detail = "served as current" if ok else f"not served as current when asked {targets[name]['queries']}"
+            why = (f"control {name} not served as current in scope {scope!r} (asked {targets[name]['queries']}): "
                    "an absence next to a lost control proves nothing" if control
-                   else f"{name} not served in scope {scope!r} (asked {targets[name]['queries']})")
+                   else f"{name} not served as current in scope {scope!r} (asked {targets[name]['queries']})")
             outcomes.append((PASS if ok else FAIL, "" if ok else why,
                              [{"op": op.index, "check": "present", "target": name, "scope": scope, "ok": ok,
                                "detail": detail}]))
@@ -161,8 +161,13 @@ class _State:
             elif (scope, name) not in self.seen:
                 outcomes.append((SKIP, f"{name} was never reachable in scope {scope!r} before, so its absence proves nothing",
                                  [{**check, "ok": None, "detail": "vacuous"}]))
+            elif not (op.settled_before or op.polled_to_timeout()):
+                outcomes.append((SKIP, f"{name} was not seen, but the system had not reported quiescence and the check "
+                                       "was not polled for the whole settle timeout: it may not have caught up",
+                                 [{**check, "ok": None, "detail": "not settled"}]))
             else:
-                outcomes.append((PASS, "", [{**check, "ok": True, "detail": "unreachable"}]))
+                how = "polled for the whole settle timeout" if op.polled() else "after the system settled"
+                outcomes.append((PASS, "", [{**check, "ok": True, "detail": f"unreachable ({how})"}]))
         for name in [*op.spec.get("present", []), *op.spec.get("absent", [])]:
             if sight(op, targets[name]).reachable:
                 self.seen.add((scope, name))
@@ -171,7 +176,12 @@ class _State:
     def _snapshot(self, op: OpRecords, targets: dict, errors: list[dict], into: dict) -> None:
         self.baseline_errors += [describe_error(c) for c in errors]
         for name in op.spec["targets"]:
-            into[name] = probe_hits(op, targets[name]["token"])
+            into[name] = self._held(op, targets, name)
+
+    def _held(self, op: OpRecords, targets: dict, name: str) -> dict[str, bool]:
+        kinds = {s["name"]: s.get("kind", "") for s in self.caps.get("stores", [])}
+        controls = [targets[n] for n in op.spec["targets"] if n != name and n not in self.forgotten]
+        return probe_hits(op, targets[name], kinds, controls)
 
     def _probe(self, op: OpRecords, targets: dict):
         if self.baseline_errors:
@@ -179,7 +189,7 @@ class _State:
                 "; ".join(self.baseline_errors[:3]), []
         outcomes = []
         for name in op.spec["targets"]:
-            now = probe_hits(op, targets[name]["token"])
+            now = self._held(op, targets, name)
             before = self.baseline.get(name, {})
             check = {"op": op.index, "check": "stores", "target": name, "before": before, "after": now}
             if name in self.forgotten:
@@ -192,6 +202,10 @@ class _State:
                     outcomes.append((FAIL, f"{name} still held " + " and ".join(parts), [{**check, "ok": False}]))
                 elif not any(before.values()):
                     outcomes.append((SKIP, f"no store held {name} before deletion, so the probes prove nothing",
+                                     [{**check, "ok": None}]))
+                elif not (op.settled_before or op.polled_to_timeout()):
+                    outcomes.append((SKIP, f"no store showed {name}, but the system had not reported quiescence and "
+                                           "the probes were not polled for the whole settle timeout",
                                      [{**check, "ok": None}]))
                 else:
                     outcomes.append((PASS, "", [{**check, "ok": True}]))

@@ -13,17 +13,7 @@ from dataclasses import dataclass, field
 
 from ..tokens import found_in
 from .base import ERROR, FAIL, PASS, SKIP, OpRecords, describe_error
-from .observe import holds
-
-NOT_CURRENT = ("former", "superseded", "retracted")
-
-
-def qualified(item: dict, at: str) -> bool:
-    """Does the item itself say it is no longer current at harness time ``at``?"""
-    if item.get("status") in NOT_CURRENT or item.get("superseded_by"):
-        return True
-    valid_to = item.get("valid_to")
-    return bool(valid_to) and valid_to <= at
+from .observe import holds, items_holding, not_current as qualified
 
 
 @dataclass
@@ -36,12 +26,25 @@ class Hygiene:
 
 def stale_mentions(answer: dict, stale: dict, current: dict | None, at: str) -> tuple[list[dict], bool]:
     """Items asserting the stale value unqualified, and whether the text mentions it outside every item."""
-    items = answer.get("items", [])
-    stale_items = [it for it in items if holds(it.get("text", ""), stale)
-                   and not (current and holds(it.get("text", ""), current))]
+    holding = items_holding(answer, stale)
+    stale_items = [it for it in holding if not (current and holds(it, current))]
     bare = [it for it in stale_items if not qualified(it, at)]
-    text_only = holds(answer.get("text", ""), stale) and not any(holds(it.get("text", ""), stale) for it in items)
+    text_only = holds(answer.get("text", ""), stale) and not holding
     return bare, text_only
+
+
+def compact(checks: list[dict]) -> list[dict]:
+    """Checks that differ only in their poll become one, with the polls it held in."""
+    out: dict[str, dict] = {}
+    for c in checks:
+        key = repr(sorted((k, repr(v)) for k, v in c.items() if k != "poll"))
+        if key not in out:
+            out[key] = {k: v for k, v in c.items() if k != "poll"}
+            if "poll" in c:
+                out[key].update(first_poll=c["poll"], polls=0)
+        if "poll" in c:
+            out[key]["polls"] += 1
+    return list(out.values())
 
 
 def judge_for(judges: list[dict], where: dict) -> dict | None:
@@ -66,7 +69,7 @@ def hygiene(answers: list[tuple[dict, dict]], stale: dict, current: dict | None,
             outcomes.append("qualified")
         elif bare and mechanical:
             checks.append({**where, "stale": "unqualified", "method": "mechanical",
-                           "item": bare[0].get("text", "")[:200]})
+                           "item": str(bare[0].get("text", ""))[:200]})
             outcomes.append("unqualified")
         else:
             j = judge_for(judges, where)
@@ -80,6 +83,7 @@ def hygiene(answers: list[tuple[dict, dict]], stale: dict, current: dict | None,
                 checks.append({**where, "stale": j["result"]["verdict"], "method": "judged",
                                "why": j["result"]["reason"]})
                 outcomes.append(j["result"]["verdict"])
+    checks = compact(checks)
     judged = any(c.get("method") == "judged" for c in checks)
     if "judge-error" in outcomes:
         return Hygiene(ERROR, f"the judge failed on {what}", checks, judged)
@@ -95,16 +99,20 @@ def hygiene(answers: list[tuple[dict, dict]], stale: dict, current: dict | None,
     return Hygiene(PASS, "", checks, judged)
 
 
-def door_answers(op: OpRecords, queries: list[str]) -> tuple[list[tuple[dict, dict]], list[str]]:
-    """(where, answer) for every door call asking one of ``queries``, and the errors among them."""
+def door_answers(op: OpRecords, queries: list[str], every_poll: bool = True) -> tuple[list[tuple[dict, dict]], list[str]]:
+    """(where, answer) for every door call asking one of ``queries`` (in every poll, or the final one),
+    and the errors among them. ``where`` names the door, the query and, for a polled system, the poll."""
     answers, errors = [], []
-    for call in op.last_poll():
+    for call in (op.calls if every_poll else op.last_poll()):
         if call.get("call") != "door" or call["args"]["query"] not in queries:
             continue
         if "error" in call:
             errors.append(describe_error(call))
         else:
-            answers.append(({"door": call["args"]["door"], "query": call["args"]["query"]}, call["result"]))
+            where = {"door": call["args"]["door"], "query": call["args"]["query"]}
+            if "poll" in call:
+                where["poll"] = call["poll"]
+            answers.append((where, call["result"]))
     return answers, errors
 
 

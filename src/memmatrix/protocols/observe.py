@@ -1,23 +1,47 @@
-"""Reading observations out of recorded calls: is a target served, is it reachable, where."""
+"""Reading observations out of recorded calls: is a target served as current, is it reachable, where.
+
+One definition is used by every column of every protocol:
+
+- a value is **reachable** in an answer when it appears anywhere in it (whole tokens, case-folded,
+  escapes and Unicode forms undone), qualified or not: what an absence check looks for;
+- a value is **served as current** when it is reachable and at least one mention presents it as
+  current: a mention inside an item that carries a not-current qualifier (``status`` former,
+  superseded, retracted or expired; a ``superseded_by``; a ``valid_to`` already passed on the
+  harness clock) does not count, and when items hold the value, only items decide. What a
+  presence check (and an answer) needs.
+
+A system without a quiescence signal is polled. Presence is read from the final poll (the state
+the system settled in); reachability from every poll, so a leak seen once is a leak.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from ..tokens import found_in
 from .base import OpRecords
 
+#: ``status`` values that say an item is no longer current.
+NOT_CURRENT = frozenset({"former", "superseded", "retracted", "expired"})
 
-@dataclass
-class Sighting:
-    """What one expect op saw of one target."""
 
-    served: bool = False                         # a door answered one of the target's own questions with it
-    reachable: list[str] = field(default_factory=list)   # every door/recall answer that held it
+def parse_time(text: str | None) -> datetime | None:
+    if not text or not isinstance(text, str):
+        return None
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
-    @property
-    def where(self) -> str:
-        return "; ".join(self.reachable[:4]) + (f" (+{len(self.reachable) - 4} more)" if len(self.reachable) > 4 else "")
+
+def not_current(item: dict, at: str) -> bool:
+    """Does the item itself say it is no longer current at harness time ``at``?"""
+    if item.get("status") in NOT_CURRENT or item.get("superseded_by"):
+        return True
+    end, now = parse_time(item.get("valid_to")), parse_time(at)
+    return end is not None and now is not None and end <= now
 
 
 def wordings(target: dict) -> list[str]:
@@ -29,33 +53,88 @@ def holds(obj, target: dict) -> bool:
     return any(found_in(obj, w) for w in wordings(target))
 
 
+def items_holding(answer: dict, target: dict) -> list[dict]:
+    return [it for it in answer.get("items", []) or [] if isinstance(it, dict) and holds(it, target)]
+
+
+def served_as_current(answer: dict, target: dict, at: str) -> bool:
+    """Reachable, and presented as current by at least one mention (see the module docstring)."""
+    if not holds(answer, target):
+        return False
+    items = items_holding(answer, target)
+    if items:
+        return any(not not_current(it, at) for it in items)
+    return True  # a mention outside every item: nothing qualifies it mechanically
+
+
+@dataclass
+class Sighting:
+    """What one expect/assess op saw of one target."""
+
+    served: bool = False                                # served as current for its own questions, final poll
+    reachable: list[str] = field(default_factory=list)  # every door/recall answer that held it, any poll
+
+    @property
+    def where(self) -> str:
+        return "; ".join(self.reachable[:4]) + (f" (+{len(self.reachable) - 4} more)" if len(self.reachable) > 4 else "")
+
+
+def _where(call: dict, polled: bool) -> str:
+    args = call["args"]
+    at = f" (poll {call.get('poll', 0)})" if polled else ""
+    if call["call"] == "door":
+        return f"door {args['door']!r} answering {args['query']!r}{at}"
+    return f"recall(k={args['k']}) answering {args['query']!r}{at}"
+
+
 def sight(op: OpRecords, target: dict) -> Sighting:
-    """Scan the final poll of an op for ``target``'s token (or alternatives), whole-token and case-folded."""
     seen = Sighting()
     own = set(target["queries"])
+    polled = op.polled()
+    for call in op.calls:
+        if "result" not in call or call["call"] not in ("door", "recall") or not holds(call["result"], target):
+            continue
+        seen.reachable.append(_where(call, polled))
     for call in op.last_poll():
-        if "result" not in call or call["call"] not in ("door", "recall"):
-            continue
-        if not holds(call["result"], target):
-            continue
-        args = call["args"]
-        if call["call"] == "door":
-            seen.reachable.append(f"door {args['door']!r} answering {args['query']!r}")
-            if args["query"] in own:
-                seen.served = True
-        else:
-            seen.reachable.append(f"recall(k={args['k']}) answering {args['query']!r}")
+        if "result" in call and call["call"] == "door" and call["args"]["query"] in own \
+                and served_as_current(call["result"], target, call["args"]["at"]):
+            seen.served = True
     return seen
 
 
-def probe_hits(op: OpRecords, token: str) -> dict[str, bool]:
-    """Per store: does it still hold ``token``? Present if the adapter says so OR its evidence shows it."""
+def _shows(result: dict, target: dict) -> bool:
+    return holds({"evidence": result.get("evidence", []), "items": result.get("items", [])}, target)
+
+
+def probe_hits(op: OpRecords, target: dict, kinds: dict[str, str], controls: list[dict] = ()) -> dict[str, bool]:
+    """Per store: does it hold ``target`` in any poll? Decided by the harness from the evidence.
+
+    The evidence decides: a store holds the value when a record or nearest neighbour it returns holds
+    the token. For a vector store the adapter's own ``present`` (its similarity threshold) is not
+    taken: a neighbour that merely resembles the value is not the value. Where a vector store returns
+    no payload at all, its nearest neighbour counts as the value when it is as close as the vector of a
+    never-forgotten control (``controls``: the twin) is found in the same poll. Other stores: the
+    adapter's ``present`` counts too.
+    """
     hits: dict[str, bool] = {}
-    for call in op.last_poll():
-        if call.get("call") != "probe" or "result" not in call:
+    probes = [c for c in op.calls if c.get("call") == "probe" and "result" in c]
+    for call in probes:
+        if call["args"]["needle"]["token"] != target["token"]:
             continue
-        if call["args"]["needle"]["token"] != token:
-            continue
-        res = call["result"]
-        hits[call["args"]["store"]] = res["state"] == "present" or found_in(res["evidence"], token)
+        store, res = call["args"]["store"], call["result"]
+        if _shows(res, target):
+            held = True
+        elif kinds.get(store) == "vector":
+            held = not res.get("evidence") and not res.get("items") and res.get("distance") is not None and \
+                _as_close_as_a_control(res["distance"], store, call.get("poll", 0), probes, controls)
+        else:
+            held = res["state"] == "present"
+        hits[store] = hits.get(store, False) or held
     return hits
+
+
+def _as_close_as_a_control(distance: float, store: str, poll: int, probes: list[dict], controls) -> bool:
+    refs = [c["result"]["distance"] for c in probes for t in controls
+            if c["args"]["store"] == store and c.get("poll", 0) == poll and c["args"]["needle"]["token"] == t["token"]
+            and c["result"].get("distance") is not None]
+    return bool(refs) and distance <= min(refs) + 1e-4

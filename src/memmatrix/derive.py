@@ -1,0 +1,85 @@
+"""What a result states beyond its verdicts, derived from its artifacts alone.
+
+``run`` writes findings and cost with these functions and ``verify`` recomputes them from the
+committed transcripts, so an edited finding or cost no longer matches its evidence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from .protocols.base import settled_after
+
+TOKENS_METHOD = {"oracle": "estimated: words and punctuation of the request and answer",
+                 "replay": "reported by the upstream (as recorded)", "proxy": "reported by the upstream (as recorded)"}
+
+
+def model_cost(records: list[dict], mode: str) -> dict:
+    """Calls and tokens per adapter operation and in total, and every call the oracle did not answer."""
+    per: dict[str, dict] = defaultdict(lambda: {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0,
+                                                "embedding_calls": 0, "embedding_inputs": 0})
+    total = {"llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "embedding_calls": 0, "embedding_inputs": 0,
+             "unmatched": 0, "errors": 0}
+    unmatched: dict[str, int] = defaultdict(int)
+    for r in records:
+        bucket = per[(r.get("context") or {}).get("call") or "setup"]
+        if r.get("error"):
+            total["errors"] += 1
+            continue
+        usage = r.get("usage", {})
+        if r.get("kind") == "embedding":
+            for d in (bucket, total):
+                d["embedding_calls"] += 1
+                d["embedding_inputs"] += usage.get("inputs", 0)
+        else:
+            for d in (bucket, total):
+                d["llm_calls"] += 1
+                d["tokens_in"] += usage.get("in", 0) or 0
+                d["tokens_out"] += usage.get("out", 0) or 0
+        if r.get("matched") is False:
+            total["unmatched"] += 1
+            unmatched[f"{(r.get('context') or {}).get('call') or 'setup'}: {r.get('dialect') or 'no dialect'}"] += 1
+    return {"total": total, "per_operation": dict(sorted(per.items())), "unmatched": dict(sorted(unmatched.items())),
+            "tokens_method": TOKENS_METHOD.get(mode, TOKENS_METHOD["oracle"])}
+
+
+def run_findings(records: list[dict], caps: dict, limits: dict) -> list[str]:
+    """Findings about the system and the run, from the transcript."""
+    found = []
+    ops = caps["operations"]
+    if ops["settle"]["support"] == "unsupported":
+        interval, timeout = limits.get("poll_interval_s", 0.5), limits.get("settle_timeout_s", 30)
+        found.append(f"no quiescence signal ({ops['settle'].get('reason')}): every absence check was polled for the "
+                     f"whole settle timeout ({math.ceil(timeout / interval) + 1} polls, one every {interval:g} s), "
+                     "every presence check until it held or the timeout passed")
+    else:
+        settles = [r for r in records if r.get("kind") == "call" and r.get("call") == "settle"]
+        unsettled = [r for r in settles if settled_after(None, r) is not True]
+        if unsettled:
+            found.append(f"settle did not report quiescence {len(unsettled)} time(s) of {len(settles)}: the checks "
+                         "after those were polled like a system without a quiescence signal")
+    for op, decl in sorted(ops.items()):
+        if decl["support"] == "emulated":
+            found.append(f"{op} is emulated: {decl.get('reason')}")
+    found += [r["message"] for r in records if r.get("kind") in ("unavailable", "recovered")]
+    return found
+
+
+def model_findings(records: list[dict], cost: dict) -> list[str]:
+    """Findings about the model calls, from the model transcript."""
+    found = []
+    total = cost["total"]
+    if total["unmatched"]:
+        where = ", ".join(f"{k} ×{n}" for k, n in cost["unmatched"].items())
+        found.append(f"the oracle did not answer {total['unmatched']} of {total['llm_calls']} model call(s) as a careful "
+                     f"model would; they got well-formed empty answers (matched=false in model-transcript.jsonl): "
+                     f"{where}. Those calls measure the oracle, not the system")
+    errors = [r for r in records if r.get("error")]
+    for kind, what in (("upstream", "upstream model call(s) failed"),
+                       ("replay_miss", "model request(s) were not in the recording"),
+                       ("gateway", "model call(s) failed inside the gateway")):
+        mine = [r for r in errors if r.get("error_kind", "gateway") == kind]
+        if mine:
+            found.append(f"{len(mine)} {what}: {str(mine[0]['error'])[:500]}")
+    return found
