@@ -118,3 +118,85 @@ def test_diff_refuses_to_compare_different_setups(tmp_path, capsys):
 def test_verify_of_an_empty_folder_says_what_to_do(tmp_path, capsys):
     assert main(["verify", str(tmp_path)]) == 2
     assert "run `memmatrix run` first" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- bad input: one line, exit 2, nothing started
+@pytest.mark.parametrize("argv,says", [
+    (["--system", "../x"], "--system '../x' is neither a system name"),
+    (["--system", "notes", "--option", "nope=1"], "--option nope: notes declares no such option"),
+    (["--system", "notes", "--option", "=1"], "is not KEY=VALUE"),
+    (["--system", "notes", "--protocol", "nope"], "unknown protocol 'nope'"),
+])
+def test_bad_run_arguments_are_one_line_and_exit_2(tmp_path, capsys, argv, says):
+    assert main(["run", *argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_out_on_a_file_or_an_unwritable_place_is_refused_before_anything_runs(tmp_path, capsys):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    assert main(["run", "--system", "notes", "--out", str(f)]) == 2
+    assert f"--out {f} is a file" in capsys.readouterr().err
+    assert main(["run", "--system", "notes", "--out", "/proc/memmatrix-out"]) == 2  # not writable, even for root
+    err = capsys.readouterr().err
+    assert "is not writable" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["report", "diff"])
+def test_a_broken_result_given_to_report_or_diff_is_named(tmp_path, capsys, command):
+    bad = tmp_path / "r" / "x"
+    bad.mkdir(parents=True)
+    (bad / "result.json").write_text('{"kind": "memmatrix.result"}')
+    args = [str(tmp_path / "r")] * (2 if command == "diff" else 1)
+    assert main([command, *args]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad / 'result.json'} is not a memmatrix result" in err and "Traceback" not in err
+    (bad / "result.json").write_text("{not json")
+    assert main([command, *args]) == 2
+    assert "cannot be read as JSON" in capsys.readouterr().err
+
+
+def test_a_secret_option_never_reaches_a_folder_name_or_a_stamp(tmp_path, capsys):
+    secret = "sk-test-0123456789abcdefXYZ"
+    out = tmp_path / "out"
+    assert main(["run", "--system", f"{ADAPTERS / 'with_options.py'}:WithOptions", "--runtime", "inprocess",
+                 "--protocol", "deletion", "--option", "flavour=spicy", "--option", f"service_token={secret}",
+                 "--out", str(out)]) == 0
+    (run_dir,) = [p.parent for p in out.rglob("result.json")]
+    assert run_dir.name == "inprocess+flavour=spicy"
+    from helpers import text_of
+    everything = (run_dir / "result.json").read_text() + text_of(run_dir) + text_of(run_dir, "model-transcript")
+    assert secret not in everything
+    assert json.loads((run_dir / "result.json").read_text())["stamp"]["system"]["options"] == \
+        {"flavour": "spicy", "service_token": "~redacted"}
+    assert main(["run", "--system", f"{ADAPTERS / 'with_options.py'}:WithOptions", "--runtime", "inprocess",
+                 "--protocol", "deletion", "--option", "flavour=sour", "--out", str(out)]) == 2
+    assert "accepts flavour in ['plain', 'spicy']" in capsys.readouterr().err
+
+
+def test_another_setup_never_silently_replaces_a_result(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["run", "--system", "notes", "--runtime", "inprocess", "--protocol", "deletion", "--out", str(out)]) == 0
+    first = (out / "deletion/notes/1.0/inprocess/result.json").read_text()
+    older = ROOT / "cases/deletion/1.1.0.json"
+    # an older case file lands in a folder of its own
+    assert main(["run", "--system", "notes", "--runtime", "inprocess", "--cases", str(older), "--out", str(out)]) == 0
+    assert list((out / "deletion/notes/1.0").glob("inprocess+cases=1.1.0-*"))
+    # a seed is named too; and the same setup again replaces its own result
+    assert main(["run", "--system", "notes", "--runtime", "inprocess", "--protocol", "deletion", "--seed", "3",
+                 "--out", str(out)]) == 0
+    assert (out / "deletion/notes/1.0/inprocess+seed=3/result.json").exists()
+    assert main(["run", "--system", "notes", "--runtime", "inprocess", "--protocol", "deletion", "--out", str(out)]) == 0
+    # a result of a different setup in the target folder is refused, naming what differs
+    r = json.loads(first)
+    r["stamp"]["dataset"]["sha256"] = "0" * 64
+    (out / "deletion/notes/1.0/inprocess/result.json").write_text(json.dumps(r))
+    capsys.readouterr()
+    assert main(["run", "--system", "notes", "--runtime", "inprocess", "--protocol", "deletion", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "holds a result of a different setup (dataset '0000" in err and "--replace" in err
+    assert main(["run", "--system", "notes", "--runtime", "inprocess", "--protocol", "deletion", "--replace",
+                 "--out", str(out)]) == 0

@@ -138,3 +138,30 @@ def test_a_run_that_never_reaches_its_real_model_writes_nothing(config, tmp_path
                            cases=load_cases(default_case_file(config, "deletion"), config, p), out=tmp_path,
                            gateway=dead), config)
     assert not list(tmp_path.rglob("result.json"))
+
+
+def test_a_proxy_run_with_a_call_that_did_not_complete_writes_nothing(config, tmp_path):
+    """The upstream answers, but one call times out: the result could not say what the model answered."""
+    import time
+    from memmatrix.cases import default_case_file, load_cases
+    from memmatrix.protocols import get_protocol
+    from memmatrix.run import RunRequest, execute
+    from memmatrix.systems import resolve_system
+    p = get_protocol("deletion")
+    cases = load_cases(default_case_file(config, "deletion"), config, p)
+    with Gateway(GatewaySettings(), [cases.data]) as upstream:
+        real = upstream.handle
+        seen = []
+
+        def slow_once(method, path, raw):
+            seen.append(path)
+            if len(seen) == 3:
+                time.sleep(3)  # longer than the proxy's timeout below
+            return real(method, path, raw)
+        upstream.handle = slow_once
+        flaky = GatewaySettings(mode="proxy", upstream_url=upstream.url, upstream_model="memmatrix-oracle", timeout_s=1)
+        with pytest.raises(RuntimeFailure, match="failed or timed out"):
+            execute(RunRequest(spec=resolve_system("reference", config), protocol=p, runtime="inprocess", cases=cases,
+                               out=tmp_path, gateway=flaky), config)
+    assert len(seen) > 3  # the upstream was reached, and answered the other calls
+    assert not list(tmp_path.rglob("result.json"))

@@ -90,21 +90,26 @@ def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
     bad = 0
     for path in find_results([Path(p) for p in ns.paths]):
         problems = verify_result(path, config)
+        if not problems and ns.rerun:
+            from .rerun import rerun
+            print(f"     {path}: verified; re-running it", flush=True)
+            problems = [f"re-run: {p}" for p in rerun(path, config)]
         if problems:
             bad += 1
             print(f"FAIL {path}")
             for p in problems:
                 print(f"  - {p}")
         else:
-            print(f"ok   {path}")
+            print(f"ok   {path}" + (" (re-run reproduced it)" if ns.rerun else ""))
     if bad:
-        print(f"memmatrix verify: {bad} result(s) could not be re-derived from their artifacts")
+        print(f"memmatrix verify: {bad} result(s) could not be re-derived from their artifacts"
+              + (" or re-run" if ns.rerun else ""))
     return 1 if bad else 0
 
 
 def cmd_report(ns: argparse.Namespace, config: Config) -> int:
     from .report import render
-    text = render([Path(p) for p in ns.paths])
+    text = render([Path(p) for p in ns.paths], config=config)
     if ns.output:
         with open(ns.output, "a" if ns.append else "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -115,7 +120,7 @@ def cmd_report(ns: argparse.Namespace, config: Config) -> int:
 
 def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
     from .diff import diff
-    report = diff([Path(ns.old)], [Path(ns.new)])
+    report = diff([Path(ns.old)], [Path(ns.new)], config)
     sys.stdout.write(report.render())
     return 1 if report.regressions else 0
 
@@ -181,6 +186,9 @@ def parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("verify", help="re-derive every result from its transcript; exit 1 on any difference")
     v.add_argument("paths", nargs="+", metavar="PATH")
+    v.add_argument("--rerun", action="store_true",
+                   help="also execute each run again from its stamp and compare its transcripts (an oracle run on "
+                        "the oracle; a proxy or replay run by replaying its own model transcript)")
     v.set_defaults(func=cmd_verify)
 
     rp = sub.add_parser("report", help="the matrix as Markdown (systems x steps, with reasons)")

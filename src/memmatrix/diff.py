@@ -70,9 +70,9 @@ def _key(r: dict) -> tuple:
     return r["stamp"]["fingerprint"], r["stamp"]["runtime"]["name"]
 
 
-def diff(old_paths: list[Path], new_paths: list[Path]) -> DiffReport:
-    olds = [(p, load_result(p)) for p in find_results(old_paths)]
-    news = [(p, load_result(p)) for p in find_results(new_paths)]
+def diff(old_paths: list[Path], new_paths: list[Path], config=None) -> DiffReport:
+    olds = [(p, load_result(p, config)) for p in find_results(old_paths)]
+    news = [(p, load_result(p, config)) for p in find_results(new_paths)]
     report = DiffReport()
     by_key: dict[tuple, tuple[Path, dict]] = {}
     for p, r in olds:

@@ -45,8 +45,14 @@ def _group(results: list[tuple[Path, dict]]) -> dict:
     return groups
 
 
-def render(paths: list[Path], title: str = "memmatrix report") -> str:
-    results = [(p, load_result(p)) for p in find_results(paths)]
+def unmatched_mark(result: dict) -> str:
+    """How many model calls the oracle did not answer (those cells measure the oracle, not the system)."""
+    n = (result.get("cost") or {}).get("total", {}).get("unmatched", 0)
+    return f" ⚠ {n} unanswered model call(s)" if n else ""
+
+
+def render(paths: list[Path], title: str = "memmatrix report", config=None) -> str:
+    results = [(p, load_result(p, config)) for p in find_results(paths)]
     out = [f"# {title}", ""]
     for key, runs in sorted(_group(results).items(), key=lambda kv: kv[0]):
         protocol, pversion, dversion, dsha, mode, model = key
@@ -59,7 +65,7 @@ def render(paths: list[Path], title: str = "memmatrix report") -> str:
         out.append("|---|---|---|" + "---|" * len(steps))
         runs.sort(key=lambda pr: (pr[1]["stamp"]["system"]["name"], pr[1]["stamp"]["system"]["version"],
                                   setup_label(*pr)))
-        judged_any = False
+        judged_any = unanswered_any = False
         for path, r in runs:
             s = r["stamp"]
             cells = []
@@ -68,17 +74,22 @@ def render(paths: list[Path], title: str = "memmatrix report") -> str:
                 judged = any(c.get("method") == "judged" for c in column)
                 judged_any |= judged
                 cells.append(cell_text([c["verdict"] for c in column]) + (" (judged)" if judged else ""))
-            out.append(f"| {s['system']['name']} | {s['system']['version']} | {setup_label(path, r)} | "
+            out.append(f"| {s['system']['name']} | {s['system']['version']} | {setup_label(path, r)}{unmatched_mark(r)} | "
                        + " | ".join(cells) + " |")
+            unanswered_any = unanswered_any or bool(unmatched_mark(r))
         if judged_any:
             judge = next((r["stamp"].get("judge") for _, r in runs if r["stamp"].get("judge")), None) or {}
             out += ["", f"(judged): at least one case in that cell was decided by the pinned judge "
                         f"`{judge.get('model')}` (prompt `{judge.get('prompt')}`, temperature 0), because the system "
                         "exposes no qualifier on what it injects (ʲ in the case tables); every other cell is mechanical."]
+        if unanswered_any:
+            out += ["", "⚠: the oracle answered some of that run's model calls with an empty default (it could not "
+                        "tell what a careful model would answer); the cells those calls touched measure the oracle, "
+                        "not the system. The result's findings list the calls; the README explains each."]
         out += ["", "<details><summary>Steps</summary>", ""]
         out += [f"- **{s['key']} {s['name']}**: {s['title']}" for s in steps]
         out += ["", "</details>", ""]
-        for _, r in runs:
+        for path, r in runs:
             s = r["stamp"]
             out += [f"<details><summary>Cases: {s['system']['name']} {s['system']['version']} "
                     f"({setup_label(path, r)})</summary>", "",
@@ -100,6 +111,6 @@ def render(paths: list[Path], title: str = "memmatrix report") -> str:
             if lines:
                 counts = {v: sum(c["verdict"] == v for case in r["cases"] for c in case["cells"]) for v in ("FAIL", "ERROR")}
                 out += [f"<details><summary>Why: {s['system']['name']} {s['system']['version']} "
-                        f"({s['runtime']['name']}): {counts['FAIL']} FAIL, {counts['ERROR']} ERROR</summary>", "",
+                        f"({setup_label(path, r)}): {counts['FAIL']} FAIL, {counts['ERROR']} ERROR</summary>", "",
                         *lines, "", f"Artifact: `{path.parent}`", "", "</details>", ""]
     return "\n".join(out).rstrip() + "\n"

@@ -130,16 +130,21 @@ def check_target(req: RunRequest, existing: dict | None, new: dict, where: Path)
 
 
 def check_out(out: Path) -> None:
-    """--out must be a folder memmatrix can write (checked before anything starts)."""
+    """--out must be a folder memmatrix can write (checked before anything starts, by really writing)."""
+    import tempfile
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; give a folder for the results")
     probe = out
     while not probe.exists():
         probe = probe.parent
-    import os
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"--out {out}: {probe} is not writable; give a folder you can write to")
+    if not probe.is_dir():
+        raise ConfigError(f"--out {out}: {probe} is a file; give a folder for the results")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: {probe} is not writable ({exc.strerror}); give a folder you can write to") from None
 
 
 def check_options(req: RunRequest, declared: dict | None) -> None:
