@@ -236,14 +236,17 @@ class _Scorer:
         for o in (forget, op):
             if o.errors():
                 return Cell("U", ERROR, o.errors()[0]["error"]["message"])
-        if self._retired("now") is False:
-            return Cell("U", SKIP, "the correction never retired the original (it was still served as current right "
-                                   "after the correction, column B), so undoing the correction has nothing to restore")
-        reimport = self._op("reimport", "import")
-        if reimport is not None and not reimport.skips and self._retired("after-reimport") is False:
-            return Cell("U", SKIP, "the correction retired the original, but the re-import had already put it back "
-                                   "beside the correction, so whether undoing the correction restores it cannot be "
-                                   "told apart")
+        phases = [p for p in ("now", "after-jobs", "after-reimport") if self._op(p, "assess") is not None]
+        retired = {p: self._retired(p) for p in phases}
+        if phases and retired[phases[-1]] is False:  # the original was served as current right before the undo
+            if all(v is False for v in retired.values()):
+                return Cell("U", SKIP, "the correction never retired the original (it was still served as current "
+                                       "after the correction, column B), so undoing the correction has nothing to restore")
+            first = next(i for i, p in enumerate(phases) if retired[p] is not False)
+            came = next((p for p in phases[first:] if retired[p] is False), phases[-1])
+            back = {"after-jobs": "the background jobs", "after-reimport": "the re-import"}.get(came, "something")
+            return Cell("U", SKIP, f"the correction retired the original, but {back} had already put it back beside "
+                                   "the correction, so whether undoing the correction restores it cannot be told apart")
         answers, _ = door_answers(op, self.stale["queries"], every_poll=False)
         held = [(w, a) for w, a in answers if holds(a, self.stale)]
         if not held:

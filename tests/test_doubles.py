@@ -1,0 +1,67 @@
+"""Seed 002's property: a correct system scores everything, and each single-defect double moves exactly
+its own cells. A protocol column that a defect cannot move, or that moves with the wrong defect,
+measures nothing; these tests make that visible."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import run
+
+DOUBLES = Path(__file__).parent / "doubles"
+sys.path.insert(0, str(DOUBLES))
+sys.modules.setdefault("adapterkit", __import__("memmatrix.adapterkit", fromlist=["adapterkit"]))  # as the runtime does
+
+import contradiction as cdoubles  # noqa: E402
+import deletion as ddoubles  # noqa: E402
+
+
+def cells(run_dir: Path) -> dict[str, dict[str, str]]:
+    r = json.loads((run_dir / "result.json").read_text())
+    return {c["id"]: {"shape": c["shape"], **{x["step"]: x["verdict"] for x in c["cells"]}} for c in r["cases"]}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, request):
+    from memmatrix.config import Config
+    from conftest import ROOT
+    tmp = tmp_path_factory.mktemp("reference")
+    config = Config.from_env({"MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp / "cache"),
+                              "MEMMATRIX_CALL_TIMEOUT": "5", "MEMMATRIX_SETTLE_TIMEOUT": "2"})
+    return {p: cells(run(config, "reference", tmp / p, protocol=p)) for p in ("deletion", "contradiction")}
+
+
+def moved(base: dict, now: dict) -> dict[str, dict[str, str]]:
+    return {case: {k: v for k, v in row.items() if base[case][k] != v} for case, row in now.items()}
+
+
+@pytest.mark.parametrize("double", ddoubles.DOUBLES, ids=lambda d: d.__name__)
+def test_each_deletion_double_moves_exactly_its_own_steps(config, tmp_path, reference, double):
+    now = cells(run(config, f"{DOUBLES / 'deletion.py'}:{double.__name__}", tmp_path))
+    assert moved(reference["deletion"], now) == {case: double.MOVES for case in now}
+
+
+@pytest.mark.parametrize("double", cdoubles.DOUBLES, ids=lambda d: d.__name__)
+def test_each_contradiction_double_moves_exactly_its_own_columns(config, tmp_path, reference, double):
+    now = cells(run(config, f"{DOUBLES / 'contradiction.py'}:{double.__name__}", tmp_path, protocol="contradiction"))
+    assert moved(reference["contradiction"], now) == {case: double.MOVES[row["shape"]] for case, row in now.items()}
+
+
+def test_the_reference_row_is_the_positive_control(reference):
+    for row in reference["deletion"].values():
+        assert {v for k, v in row.items() if k != "shape"} == {"PASS"}
+    for row in reference["contradiction"].values():
+        expected = {"PASS", "SKIP"} if row["shape"] == "bounded" else {"PASS"}  # bounded: nothing to undo
+        assert {v for k, v in row.items() if k != "shape"} == expected
+
+
+def test_every_step_and_column_has_its_double():
+    from memmatrix.protocols import get_protocol
+    for module, protocol in ((ddoubles, "deletion"), (cdoubles, "contradiction")):
+        covered = set()
+        for d in module.DOUBLES:
+            rows = d.MOVES.values() if protocol == "contradiction" else [d.MOVES]
+            covered |= {k for row in rows for k, v in row.items() if v in ("FAIL", "ERROR")}
+        assert covered == {s.key for s in get_protocol(protocol).steps}, protocol
