@@ -13,24 +13,13 @@ from pathlib import Path
 
 from .canon import canonical, sha256_file
 from .config import Config
-from .errors import CaseFileError
-from .judgesuite import load_suite, score, suite_requests
+from .judgesuite import default_suite as _newest, load_suite, score, suite_requests
 
 SUITE_CALL = "judge-suite"
 
 
-def _version_key(path: Path) -> tuple:
-    try:
-        return tuple(int(p) for p in path.stem.split("."))
-    except ValueError:
-        return (-1,)
-
-
 def default_suite(config: Config) -> Path:
-    files = sorted((config.cases_dir / "judge").glob("*.json"), key=_version_key)
-    if not files:
-        raise CaseFileError(f"no judge accuracy suite in {config.cases_dir / 'judge'}; a judged run needs one")
-    return files[-1]
+    return _newest(config.cases_dir)
 
 
 def find_suite(sha256: str, config: Config) -> Path | None:
@@ -42,7 +31,7 @@ def find_suite(sha256: str, config: Config) -> Path | None:
 
 def measure(judge, gateway, config: Config) -> dict:
     """Ask the judge every suite item (recorded as the ``judge-suite`` operation) and score its answers."""
-    suite = load_suite(default_suite(config))
+    suite = load_suite(default_suite(config), config.schemas_dir)
     gateway.set_context({"case": None, "index": -1, "call": SUITE_CALL})
     answers = {}
     for item_id, body in suite_requests(suite, judge):
@@ -67,7 +56,7 @@ def rederive(accuracy: dict | None, model_records: list[dict], config: Config) -
     path = find_suite(accuracy["suite"].get("sha256", ""), config)
     if path is None:
         raise ValueError(f"the judge suite {accuracy['suite']} is not in this checkout")
-    suite = load_suite(path)
+    suite = load_suite(path, config.schemas_dir)
 
     from .judge import Judge
     builder = Judge("http://127.0.0.1:9/v1", "")  # builds request bodies exactly as the run did; never sends
