@@ -1,0 +1,293 @@
+"""Doubles for the five classes of misclassification seen from outside, in pairs.
+
+Each class has a correct system and one with the defect (or, for the harness's own blind spots, the
+same behaviour shown two ways): tests/test_doubles_classes.py asserts the pair's rows differ in
+exactly the cells the class is about.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from adapterkit import contains
+from base import Double
+
+
+# ---------------------------------------------------------------- 1. qualifiers count everywhere
+class MarksCorrectionsRight(Double):
+    NAME = "q-right"
+
+
+class ClosesTheWrongValue(Double):
+    """A correction marks the NEW value superseded and leaves the old one current."""
+    NAME = "q-wrong-value"
+
+    def door(self, query, scope, door, at):
+        out = super().door(query, scope, door, at)
+        successors = {i["superseded_by"] for i in out["items"] if i.get("superseded_by")}
+        for item in out["items"]:
+            if item["status"] in ("superseded", "retracted"):
+                item.update(status="current", valid_to=None, superseded_by=None)
+            elif item["id"] in successors:
+                item["status"] = "superseded"
+        return out
+
+
+class MarksEverythingFormer(Double):
+    """Every item reaches the door marked 'former', the current value too."""
+    NAME = "q-all-former"
+
+    def door(self, query, scope, door, at):
+        out = super().door(query, scope, door, at)
+        for item in out["items"]:
+            item["status"] = "former"
+        return out
+
+
+class RetiresTheTwinOnForget(Double):
+    """Forgetting the canary also marks the never-forgotten twin 'former' (deletion's control)."""
+    NAME = "q-twin"
+
+    def forget(self, scope, at, text):
+        self.remember(forgot=True)
+        return super().forget(scope, at, text)
+
+    def door(self, query, scope, door, at):
+        out = super().door(query, scope, door, at)
+        if self.note.get("forgot"):
+            for item in out["items"]:
+                item["status"] = "former"
+        return out
+
+
+# ---------------------------------------------------------------- 2. absences wait for the system
+class _NoSignal(Double):
+    """No quiescence signal: writes are applied ``LAG`` seconds after they are made, by the clock."""
+    LAG = 1.5
+    TOMBSTONES = True
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.pending: list = []
+        self.lock = threading.Lock()
+
+    def capabilities(self):
+        caps = super().capabilities()
+        caps["operations"]["settle"] = {"support": "unsupported", "reason": "no quiescence signal"}
+        return caps
+
+    def _apply(self):
+        with self.lock:
+            due = [p for p in self.pending if p[0] <= time.monotonic()]
+            self.pending = [p for p in self.pending if p[0] > time.monotonic()]
+        for _, scope, at, messages in due:
+            if self.TOMBSTONES:
+                super().write(scope, at, messages)
+            else:
+                stones, self.mem.state["tombstones"] = self.mem.state["tombstones"], {}
+                try:
+                    super().write(scope, at, messages)
+                finally:
+                    self.mem.state["tombstones"] = stones
+                    self.mem.save()
+
+    def write(self, scope, at, messages):
+        self.pending.append((time.monotonic() + self.LAG, scope, at, messages))
+        return {"ids": []}
+
+    def door(self, query, scope, door, at):
+        self._apply()
+        return super().door(query, scope, door, at)
+
+    def recall(self, query, scope, k, at):
+        self._apply()
+        return super().recall(query, scope, k, at)
+
+    def probe(self, store, scope, needle):
+        self._apply()
+        return super().probe(store, scope, needle)
+
+    def forget(self, scope, at, text):
+        self._apply()
+        return super().forget(scope, at, text)
+
+
+class IndexesLateWithTombstones(_NoSignal):
+    """Correct, only slow: a re-fed value is rejected when it is finally indexed."""
+    NAME = "a-late-right"
+
+
+class IndexesLateNoTombstones(_NoSignal):
+    """Slow, and a re-fed source is indexed again 1.5 s later: the early polls look clean."""
+    NAME = "a-late-refed"
+    TOMBSTONES = False
+
+
+class FlickersAfterForget(Double):
+    """No quiescence signal; after the forget the canary comes back in every third door answer."""
+    NAME = "a-flicker"
+
+    def capabilities(self):
+        caps = super().capabilities()
+        caps["operations"]["settle"] = {"support": "unsupported", "reason": "no quiescence signal"}
+        return caps
+
+    def forget(self, scope, at, text):
+        if "gone" not in self.note:
+            self.remember(gone=[dict(f) for f in self.mem.matching(
+                scope, text, self._extract([{"role": "user", "content": text}]))])
+        return super().forget(scope, at, text)
+
+    def door(self, query, scope, door, at):
+        out = super().door(query, scope, door, at)
+        if self.count("doors") % 3 == 0:
+            for f in self.note.get("gone", []):
+                out["items"].append(self._item(f, at))
+        return out
+
+
+class _GhostAfterForget(Double):
+    """No quiescence signal; ``DELAY`` s after the forget returns, a stale re-index queue puts the forgotten
+    statement back into the vector store, until the next write rebuilds the index."""
+    DELAY = None
+
+    def capabilities(self):
+        caps = super().capabilities()
+        caps["operations"]["settle"] = {"support": "unsupported", "reason": "no quiescence signal"}
+        return caps
+
+    def forget(self, scope, at, text):
+        if self.DELAY is not None and "ghost" not in self.note:
+            self.remember(ghost=[time.time() + self.DELAY, text])
+        return super().forget(scope, at, text)
+
+    def write(self, scope, at, messages):
+        if self.note.get("ghost"):
+            self.remember(ghost=[])
+        return super().write(scope, at, messages)
+
+    def probe(self, store, scope, needle):
+        ghost = self.note.get("ghost")
+        if store == "vectors" and ghost and time.time() >= ghost[0] and contains(ghost[1], needle["token"]):
+            return {"state": "present", "evidence": [ghost[1]], "distance": 0.0}
+        return super().probe(store, scope, needle)
+
+
+class NoGhost(_GhostAfterForget):
+    NAME = "a-no-ghost"
+
+
+class GhostAfterForget(_GhostAfterForget):
+    NAME = "a-ghost"
+    DELAY = 0.5
+
+
+# ---------------------------------------------------------------- 3. renumbering must not hide a leak
+class AuditByDigest(Double):
+    NAME = "r-digest"
+
+
+class AuditIdHoldsTheValue(Double):
+    """The deletion event's memory_id is the deleted statement itself."""
+    NAME = "r-id"
+
+    def forget(self, scope, at, text):
+        self.remember(said=text)
+        return super().forget(scope, at, text)
+
+    def audit(self, scope):
+        events = super().audit(scope)["events"]
+        return {"events": [{**e, "memory_id": f"forgotten: {self.note.get('said')}"} if e["event"] == "forget"
+                           else e for e in events]}
+
+
+class AuditKeyHoldsTheValue(Double):
+    """The deletion event keeps the deleted statement as a key of its record."""
+    NAME = "r-key"
+
+    def forget(self, scope, at, text):
+        self.remember(said=text)
+        return super().forget(scope, at, text)
+
+    def audit(self, scope):
+        events = super().audit(scope)["events"]
+        return {"events": [{**e, "detail": {self.note.get("said", ""): "removed"}} if e["event"] == "forget"
+                           else e for e in events]}
+
+
+# ---------------------------------------------------------------- 4. judge words (no qualifiers exposed)
+class _TextOnly(Double):
+    """Exposes no qualifier: only text reaches the judge. ``LABEL`` prefixes what is no longer current."""
+    LABEL = "Formerly:"
+
+    def capabilities(self):
+        caps = super().capabilities()
+        caps["qualifiers"] = []
+        return caps
+
+    def door(self, query, scope, door, at):
+        out = super().door(query, scope, door, at)
+        lines = [f"{self.LABEL} {i['text']}" if i["status"] != "current" else i["text"] for i in out["items"]]
+        return {"text": "\n".join(lines) or "(nothing relevant)", "items": [{"text": t} for t in lines]}
+
+
+class LabelsFormerly(_TextOnly):
+    NAME = "j-formerly"
+
+
+class LabelsRecommended(_TextOnly):
+    """The stale value goes out under a label that merely contains 'ended': it is presented as current."""
+    NAME = "j-recommended"
+    LABEL = "Recommended:"
+
+
+# ---------------------------------------------------------------- 5. probes decided from evidence
+class VectorThresholdTooLoose(Double):
+    """The adapter calls a vector store 'present' whenever anything is somewhat similar."""
+    NAME = "p-loose"
+
+    def probe(self, store, scope, needle):
+        out = super().probe(store, scope, needle)
+        if store == "vectors" and out.get("distance") is not None and out["distance"] < 0.9:
+            out["state"] = "present"
+        return out
+
+
+class _Log(Double):
+    """A declared log store keeping every user message, never pruned; ``encode`` says how it is kept."""
+
+    def capabilities(self):
+        caps = super().capabilities()
+        caps["stores"] = caps["stores"] + [{"name": "event-log", "kind": "log"}]
+        return caps
+
+    def encode(self, text: str) -> str:
+        return text
+
+    def write(self, scope, at, messages):
+        lines = [self.encode(json.dumps({"scope": scope, "said": m["content"]}, ensure_ascii=False))
+                 for m in messages if m["role"] == "user"]
+        self.remember(log=self.note.get("log", []) + lines)
+        return super().write(scope, at, messages)
+
+    def probe(self, store, scope, needle):
+        if store != "event-log":
+            return super().probe(store, scope, needle)
+        lines = [ln for ln in self.note.get("log", []) if scope in ln]
+        # the adapter's own naive check: a plain substring test on what is stored
+        state = "present" if any(needle["token"] in ln for ln in lines) else "absent"
+        return {"state": state, "evidence": lines}
+
+
+class LogPlain(_Log):
+    NAME = "p-log-plain"
+
+
+class LogEscaped(_Log):
+    """The same log, kept as ASCII JSON: 'Ysaëlle' is stored as 'Ysa\\u00eblle'."""
+    NAME = "p-log-escaped"
+
+    def encode(self, text: str) -> str:
+        return json.dumps(json.loads(text), ensure_ascii=True)

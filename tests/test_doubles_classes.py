@@ -1,0 +1,135 @@
+"""The five classes of misclassification, each shown on a pair of doubles (tests/doubles/classes.py):
+the pair's rows differ in exactly the cells the class is about."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import run
+from memmatrix.config import Config
+from conftest import ROOT
+
+DOUBLES = Path(__file__).parent / "doubles"
+sys.path.insert(0, str(DOUBLES))
+sys.modules.setdefault("adapterkit", __import__("memmatrix.adapterkit", fromlist=["adapterkit"]))
+
+CORRECTED_WITH_NEW = ("replacement", "polarity", "partial")
+
+
+def row_of(run_dir: Path) -> dict[str, dict[str, str]]:
+    r = json.loads((run_dir / "result.json").read_text())
+    return {c["id"]: {"shape": c["shape"], **{x["step"]: x["verdict"] for x in c["cells"]}} for c in r["cases"]}
+
+
+def pair(config, tmp_path, right: str, wrong: str, protocol: str = "deletion", cases: Path | None = None):
+    a = row_of(run(config, f"{DOUBLES / 'classes.py'}:{right}", tmp_path / "a", protocol=protocol, cases=cases))
+    b = row_of(run(config, f"{DOUBLES / 'classes.py'}:{wrong}", tmp_path / "b", protocol=protocol, cases=cases))
+    return a, {case: {k: v for k, v in b[case].items() if a[case][k] != v} for case in b}
+
+
+def one_case(tmp_path: Path, index: int = 0, rename: tuple[str, str] | None = None) -> Path:
+    """A case file holding one case of the newest deletion set (optionally with its canary renamed)."""
+    data = json.loads((ROOT / "cases/deletion/1.2.0.json").read_text())
+    data["cases"] = [data["cases"][index]]
+    text = json.dumps(data, ensure_ascii=False)
+    if rename:
+        text = text.replace(*rename)
+    f = tmp_path / "one-case.json"
+    f.write_text(text, encoding="utf-8")
+    return f
+
+
+@pytest.fixture
+def slow_config(tmp_path):
+    """Settle timeout 3 s: a system without a quiescence signal is watched that long after a forget."""
+    return Config.from_env({"MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp_path / "cache"),
+                            "MEMMATRIX_CALL_TIMEOUT": "5", "MEMMATRIX_SETTLE_TIMEOUT": "3"})
+
+
+# ---------------------------------------------------------------- 1. qualifiers count everywhere
+def test_closing_the_wrong_value_fails_the_answer(config, tmp_path):
+    _, moved = pair(config, tmp_path, "MarksCorrectionsRight", "ClosesTheWrongValue", "contradiction")
+    for case, cells in moved.items():
+        shape = cells.pop("shape", None) or case.split("-")[0]
+        if shape in CORRECTED_WITH_NEW:
+            assert cells.get("A") == "FAIL", (case, cells)  # the new value reaches the door only as superseded
+            assert cells.get("B") == "FAIL", (case, cells)  # and the old one as current
+
+
+def test_marking_everything_former_fails_setup_and_answer(config, tmp_path):
+    right, moved = pair(config, tmp_path, "MarksCorrectionsRight", "MarksEverythingFormer", "contradiction")
+    for case, cells in moved.items():
+        assert cells["setup"] == "FAIL", (case, cells)
+        if right[case]["shape"] in CORRECTED_WITH_NEW:
+            assert cells["A"] == "FAIL", (case, cells)
+        assert "B" not in cells and "D" not in cells  # the stale value is qualified, the history still knowable
+
+
+def test_retiring_the_twin_fails_every_control(config, tmp_path):
+    _, moved = pair(config, tmp_path, "MarksCorrectionsRight", "RetiresTheTwinOnForget")
+    assert all(cells == dict.fromkeys(["4", "6", "8", "11", "12", "13"], "FAIL") for cells in moved.values()), moved
+
+
+# ---------------------------------------------------------------- 2. absences wait for the system
+def test_a_late_reindex_of_the_refed_source_is_caught(slow_config, tmp_path):
+    cases = one_case(tmp_path)
+    right, moved = pair(slow_config, tmp_path, "IndexesLateWithTombstones", "IndexesLateNoTombstones", cases=cases)
+    assert {v for k, v in next(iter(right.values())).items() if k != "shape"} == {"PASS"}
+    assert moved == {"identifier-locker-code": {"6": "FAIL", "8": "FAIL", "9": "FAIL"}}
+    result = json.loads(next((tmp_path / "b").rglob("result.json")).read_text())
+    assert any("every absence check was polled for the whole settle timeout (7 polls" in f for f in result["findings"])
+
+
+def test_a_value_that_flickers_back_is_a_leak(slow_config, tmp_path):
+    _, moved = pair(slow_config, tmp_path, "NoGhost", "FlickersAfterForget", cases=one_case(tmp_path))
+    assert moved == {"identifier-locker-code": {"4": "FAIL", "6": "FAIL", "8": "FAIL"}}
+
+
+def test_a_store_that_gets_the_value_back_after_the_forget_is_caught(slow_config, tmp_path):
+    _, moved = pair(slow_config, tmp_path, "NoGhost", "GhostAfterForget", cases=one_case(tmp_path))
+    assert moved == {"identifier-locker-code": {"9": "FAIL"}}
+
+
+# ---------------------------------------------------------------- 3. renumbering must not hide a leak
+@pytest.mark.parametrize("wrong", ["AuditIdHoldsTheValue", "AuditKeyHoldsTheValue"])
+def test_a_value_in_an_id_or_a_key_is_still_a_leak(config, tmp_path, wrong):
+    _, moved = pair(config, tmp_path, "AuditByDigest", wrong)
+    assert all(cells == {"10": "FAIL"} for cells in moved.values()), moved
+
+
+def test_normalisation_keeps_a_target_inside_an_id(config, tmp_path):
+    out = run(config, f"{DOUBLES / 'classes.py'}:AuditIdHoldsTheValue", tmp_path)
+    from helpers import text_of
+    assert '"memory_id":"forgotten: The code for my storage locker is QX-4471-TRV."' in text_of(out)
+
+
+# ---------------------------------------------------------------- 4. judge words
+def test_a_label_that_merely_contains_a_qualifier_is_not_one(config, tmp_path):
+    right, moved = pair(config, tmp_path, "LabelsFormerly", "LabelsRecommended", "contradiction")
+    for case, cells in moved.items():
+        shape = right[case]["shape"]
+        if shape == "bounded":
+            assert cells == {}, (case, cells)  # the user's own words carry the bound under either label
+        else:
+            assert cells.get("B") == "FAIL", (case, cells)
+    judged = json.loads(next((tmp_path / "a").rglob("result.json")).read_text())
+    assert judged["stamp"]["judge"]["accuracy"]["items"] >= 80
+
+
+# ---------------------------------------------------------------- 5. probes decided from evidence
+def test_a_vector_stores_own_threshold_does_not_decide(config, tmp_path):
+    ref = row_of(run(config, "reference", tmp_path / "ref"))
+    loose = row_of(run(config, f"{DOUBLES / 'classes.py'}:VectorThresholdTooLoose", tmp_path / "loose"))
+    assert loose == ref
+
+
+def test_a_value_kept_escaped_is_still_held(config, tmp_path):
+    cases = one_case(tmp_path, 1, ("Ferelith Okonkwo-Thale", "Ysaëlle Brönnicke-Thale"))
+    plain, moved = pair(config, tmp_path, "LogPlain", "LogEscaped", cases=cases)
+    assert moved == {"name-accountant": {}}
+    assert plain["name-accountant"]["9"] == "FAIL"  # the log keeps the deleted name, escaped or not
+    from helpers import text_of
+    escaped = next((tmp_path / "b").rglob("result.json")).parent
+    assert "Ysa\\\\u00eblle" in text_of(escaped)  # it really was stored escaped
