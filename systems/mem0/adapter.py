@@ -2,9 +2,17 @@
 decisions, embedded kuzu graph). One adapter; the installed version decides the API it speaks.
 
 Setup, as measured offline (see the reference notes): MEM0_TELEMETRY=False and a scratch MEM0_DIR
-set before mem0 is imported; qdrant local on disk; the sqlite history DB; the LLM and embedder are
-the memmatrix gateway (config["model"]). mem0 OSS takes no event time (`timestamp` is platform-only),
-so the harness clock cannot be passed; mem0 stamps wall-clock times, declared volatile.
+set before mem0 is imported; qdrant local; the sqlite history DB (mem0's default place under MEM0_DIR);
+the LLM and embedder are the memmatrix gateway (config["model"]). Everything else is mem0's default; what
+cannot be (storage paths, the 1.x graph store, the 2.x features that download models) is listed in the
+capability declaration's notes. mem0 OSS takes no event time (`timestamp` is platform-only), so the
+harness clock cannot be passed; mem0 stamps wall-clock times, declared volatile.
+
+The door is what mem0's own tools hand an agent: the search() result, serialised as JSON, with every
+field mem0 returns (mem0's MCP servers do exactly this: OpenMemory's ``search_memory`` in
+openmemory/api/app/mcp_server.py at v1.0.11 returns ``json.dumps({"results": ...}, indent=2)``, and
+mem0ai/mem0-mcp's ``search_memories`` returns ``json.dumps(client.search(...))``), at search()'s own
+default size (top_k 20 in 2.x, limit 100 in 1.x).
 """
 
 from __future__ import annotations
@@ -12,13 +20,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 from importlib.metadata import version as installed
 from pathlib import Path
 
 from adapterkit import contains, coverage
 
-DIMS = 384
-TOP = 5
+MEM0_DEFAULT_DIMS = 1536  # mem0's OpenAI embedder and qdrant config default (embedding_dims / embedding_model_dims)
 FORGET_COVERAGE = 0.8  # a memory is what the request names when it holds 80% of its content words
 VECTOR_PRESENT = 0.9
 
@@ -33,27 +41,32 @@ class Mem0Adapter:
         self.version = installed("mem0ai")
         self.v1 = self.version.startswith("1.")
         data = Path(config["data_dir"]) / "mem0"
-        (data / "mem0dir").mkdir(parents=True, exist_ok=True)
-        os.environ["MEM0_TELEMETRY"] = "False"          # read at import: must precede it
-        os.environ["MEM0_DIR"] = str(data / "mem0dir")   # otherwise ~/.mem0/config.json is written
+        mem0_dir = data / "mem0dir"
+        mem0_dir.mkdir(parents=True, exist_ok=True)
+        preloaded = "mem0.configs.base" in sys.modules  # its defaults were read from an earlier MEM0_DIR
+        os.environ["MEM0_TELEMETRY"] = "False"           # read at import: must precede it
+        os.environ["MEM0_DIR"] = str(mem0_dir)           # otherwise ~/.mem0/config.json is written
         from mem0 import Memory
 
         model = config["model"]
-        llm = {"model": model["chat_model"], "api_key": model["api_key"], "openai_base_url": model["base_url"],
-               "temperature": 0}
+        self.dims = int(model.get("embedding_dims") or MEM0_DEFAULT_DIMS)
+        embedder = {"model": model["embedding_model"], "api_key": model["api_key"], "openai_base_url": model["base_url"]}
+        vectors = {"path": str(data / "qdrant")}  # mem0's default path is /tmp/qdrant, shared by every run
+        if self.dims != MEM0_DEFAULT_DIMS:  # an embedder that cannot give mem0's default size (MiniLM: 384)
+            embedder["embedding_dims"] = vectors["embedding_model_dims"] = self.dims
         cfg = {
-            "llm": {"provider": "openai", "config": llm},
-            "embedder": {"provider": "openai", "config": {"model": model["embedding_model"], "api_key": model["api_key"],
-                                                          "openai_base_url": model["base_url"], "embedding_dims": DIMS}},
-            "vector_store": {"provider": "qdrant", "config": {"collection_name": "memmatrix", "path": str(data / "qdrant"),
-                                                              "on_disk": True, "embedding_model_dims": DIMS}},
-            "history_db_path": str(data / "history.db"),
+            "llm": {"provider": "openai", "config": {"model": model["chat_model"], "api_key": model["api_key"],
+                                                     "openai_base_url": model["base_url"]}},
+            "embedder": {"provider": "openai", "config": embedder},
+            "vector_store": {"provider": "qdrant", "config": vectors},
         }
-        if self.v1:
+        if preloaded:
+            cfg["history_db_path"] = str(mem0_dir / "history.db")
+        if self.v1:  # graph memory is opt-in in 1.x; kuzu's default db is ":memory:", lost on every restart
             cfg["graph_store"] = {"provider": "kuzu", "config": {"db": str(data / "kuzu.db")}}
-        self.history_db = data / "history.db"
         self.owners_file = data / "owners.json"  # which memory ids each scope's writes produced
         self.m = Memory.from_config(cfg)
+        self.history_db = Path(self.m.config.history_db_path)
 
     # ------------------------------------------------------------------ helpers
     def _owners(self) -> dict:
@@ -67,10 +80,11 @@ class Mem0Adapter:
         self.owners_file.write_text(json.dumps(owners))
         return ids
 
-    def _search(self, query: str, scope: str, k: int) -> dict:
+    def _search(self, query: str, scope: str, k: int | None = None) -> dict:
+        """mem0's search(); k None keeps its own default size (2.x top_k=20, 1.x limit=100)."""
         if self.v1:
-            return self.m.search(query, user_id=scope, limit=k)
-        return self.m.search(query, filters={"user_id": scope}, top_k=k)
+            return self.m.search(query, user_id=scope, **({"limit": k} if k else {}))
+        return self.m.search(query, filters={"user_id": scope}, **({"top_k": k} if k else {}))
 
     def _all(self, scope: str) -> list[dict]:
         res = self.m.get_all(user_id=scope, limit=1000) if self.v1 else self.m.get_all(filters={"user_id": scope}, top_k=1000)
@@ -86,23 +100,26 @@ class Mem0Adapter:
         finally:
             con.close()
 
+    def _session_scope(self, scope: str) -> str:
+        """The messages table's key for a scope, built by mem0's own function (2.x main._build_session_scope)."""
+        try:
+            from mem0.memory.main import _build_session_scope
+        except ImportError:
+            return f"user_id={scope}"
+        return _build_session_scope({"user_id": scope})
+
     def _messages(self, scope: str) -> list[str]:
         if self.v1 or not self.history_db.exists():
             return []  # 1.x keeps no raw message table
         con = sqlite3.connect(self.history_db)
         try:
-            cols = [r[1] for r in con.execute("PRAGMA table_info(messages)")]
-            if not cols:
+            if not con.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='messages'").fetchone():
                 return []
-            rows = con.execute("SELECT * FROM messages ORDER BY rowid").fetchall()
+            rows = con.execute("SELECT role, content FROM messages WHERE session_scope = ? ORDER BY rowid",
+                               (self._session_scope(scope),)).fetchall()
         finally:
             con.close()
-        out = []
-        for row in rows:
-            rec = dict(zip(cols, row))
-            if scope in str(rec.get("session_scope", "")):
-                out.append(f"{rec.get('role')}: {rec.get('content')}")
-        return out
+        return [f"{role}: {content}" for role, content in rows]
 
     # ------------------------------------------------------------------ contract
     def capabilities(self) -> dict:
@@ -133,16 +150,40 @@ class Mem0Adapter:
                 "share": no("mem0 OSS has no share or export to another user"),
                 "import_history": {"support": "supported"},
             },
-            "doors": [{"name": "search", "description": "search() results formatted as an agent injects them"}],
+            "doors": [{"name": "search", "description": "search() at its default size, its result as JSON with every field "
+                                                        "mem0 returns, as mem0's MCP servers hand it to an agent"}],
             "stores": stores,
             "background_jobs": [],
             "qualifiers": [],
             "volatile_fields": ["created_at", "updated_at", "recorded_at"],
-            "notes": ["oracle mode: extraction by the memmatrix oracle (a perfect extractor)",
-                      f"mem0ai {self.version}, qdrant local on disk, sqlite history"
-                      + (", kuzu graph store" if self.v1 else ""),
-                      "mem0 OSS accepts no event time: wall-clock stamps are masked as volatile"],
+            "notes": self._notes(),
         }
+
+    def _notes(self) -> list[str]:
+        """Every setting that is not mem0's default, and why it cannot be."""
+        notes = [
+            f"mem0ai {self.version} in library mode (Memory.from_config), qdrant local, sqlite history DB",
+            "the LLM and the embedder are mem0's openai providers pointed at the memmatrix model gateway "
+            "(openai_base_url, api_key, model names); in oracle mode the gateway answers from the case files' gold "
+            "facts (a perfect extractor)",
+            "MEM0_TELEMETRY=False and MEM0_DIR set to the run's data directory before mem0 is imported (offline: "
+            "telemetry would call PostHog, and ~/.mem0 would be shared by every run)",
+            "qdrant path under the run's data directory (mem0's default /tmp/qdrant is shared by every run)",
+            "mem0 OSS accepts no event time: the harness clock cannot be passed, wall-clock stamps are masked as "
+            "volatile",
+        ]
+        if self.dims != MEM0_DEFAULT_DIMS:
+            notes.append(f"embedding_dims {self.dims}: the gateway's embedder gives {self.dims} dimensions, "
+                         f"not mem0's default {MEM0_DEFAULT_DIMS}")
+        if self.v1:
+            notes.append("graph memory enabled (opt-in in 1.x): graph_store kuzu, its db a file under the run's data "
+                         "directory (kuzu's default :memory: is lost when the system restarts)")
+        else:
+            notes.append("without fastembed and spaCy: mem0 2.x's BM25 keyword scoring (fastembed's Qdrant/bm25 "
+                         "model) and its entity linking and lemmatisation (spaCy's en_core_web_sm) download their "
+                         "models at run time, which cannot happen offline, so search is semantic only (bm25_score "
+                         "and entity_boost 0, as mem0 falls back when they are missing)")
+        return notes
 
     def reset(self) -> None:
         self.m.reset()
@@ -161,19 +202,19 @@ class Mem0Adapter:
         return {"quiescent": True, "detail": "library mode: every call returns after its work is applied"}
 
     def _items(self, res: dict) -> list[dict]:
-        items = [{"id": r["id"], "text": r["memory"], "score": round(float(r.get("score") or 0), 6), "kind": "memory"}
+        """The items behind the door: each memory with the id and score mem0 gives it (mem0 exposes no qualifier:
+        no status, no validity), and each graph relation (1.x)."""
+        items = [{"id": r["id"], "text": r["memory"], "score": r.get("score"), "kind": "memory",
+                  "created_at": r.get("created_at"), "updated_at": r.get("updated_at")}
                  for r in res.get("results", [])]
         items += [{"text": _relation_line(rel), "kind": "relation"} for rel in res.get("relations", []) or []]
         return items
 
     def door(self, query: str, scope: str, door: str, at: str) -> dict:
-        items = self._items(self._search(query, scope, TOP))
-        memories = [i["text"] for i in items if i["kind"] == "memory"]
-        relations = [i["text"] for i in items if i["kind"] == "relation"]
-        text = "Relevant memories:\n" + "\n".join(f"- {m}" for m in memories)
-        if relations:
-            text += "\nRelations:\n" + "\n".join(f"- {r}" for r in relations)
-        return {"text": text, "items": items}
+        res = self._search(query, scope)
+        # what reaches the model is the search result itself, serialised as mem0's MCP server for the OSS library
+        # does it (OpenMemory search_memory, v1.0.11: json.dumps(..., indent=2)); not a rendering of our own
+        return {"text": json.dumps(res, indent=2, ensure_ascii=False, default=str), "items": self._items(res)}
 
     def recall(self, query: str, scope: str, k: int, at: str) -> dict:
         return {"items": [i for i in self._items(self._search(query, scope, k)) if i["kind"] == "memory"]}
