@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import ADAPTERS
-from helpers import run, verdicts
+from helpers import run
 
 P, F, S, U = "PASS", "FAIL", "SKIP", "UNSUPPORTED"
 COLUMNS = ["setup", "A", "B", "C", "C'", "D", "E", "S", "U"]

@@ -50,8 +50,9 @@ def content(name: str) -> dict:
 
 def test_mem0_2_extracts_only_the_new_messages():
     assert content("mem0-2.2.1-extract") == {"memory": [
-        {"id": "0", "text": "User moved to Lisbon last month", "attributed_to": "user", "linked_memory_ids": []},
-        {"id": "1", "text": "User no longer drinks coffee", "attributed_to": "user", "linked_memory_ids": []}]}
+        # mem0 shows the existing memories as 0 loves coffee, 1 lives in Berlin: each new fact links what it replaces
+        {"id": "0", "text": "User moved to Lisbon last month", "attributed_to": "user", "linked_memory_ids": ["1"]},
+        {"id": "1", "text": "User no longer drinks coffee", "attributed_to": "user", "linked_memory_ids": ["0"]}]}
     first = content("mem0-2.2.1-extract-first")["memory"]
     assert [m["text"] for m in first] == ["User's name is Alice", "User lives in Berlin", "User loves coffee",
                                          "User works as a nurse at the Charite hospital"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict, deque
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import requests
@@ -14,15 +13,14 @@ from ..canon import canonical, read_text, sha256_bytes, sha256_json
 from .settings import GatewaySettings
 
 
-def wall_dates() -> tuple[str, ...]:
-    today = datetime.now(timezone.utc).date()
-    return (today.isoformat(), (today - timedelta(days=1)).isoformat())
-
-
 def normalize_request(body: dict) -> dict:
-    """Today's wall-clock date in a prompt (mem0 writes it) becomes ~today, so days compare equal."""
+    """Wall-clock times in a prompt (mem0 writes today's date, and its memories' stamps) become ~wallclock,
+    a bare wall-clock date ~today, so runs on different days record equal requests."""
+    from ..transcript import _DATETIME, wall_dates as window
     text = canonical(body)
-    for d in wall_dates():
+    days = window()
+    text = _DATETIME.sub(lambda m: "~wallclock" if m.group(1) in days else m.group(0), text)
+    for d in sorted(days):
         text = text.replace(d, "~today")
     return json.loads(text)
 
