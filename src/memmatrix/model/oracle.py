@@ -12,7 +12,7 @@ from .dialects import graphiti, letta, mem0, memmatrix
 from .dialects.common import Reply, schema_name, tool_names
 from .gold import GoldIndex
 
-ORACLE_VERSION = "1.0.0"
+ORACLE_VERSION = "1.1.0"
 
 DIALECTS = (
     memmatrix.Judge, memmatrix.Extract,
