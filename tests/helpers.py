@@ -44,3 +44,26 @@ def text_of(run_dir: Path, name: str = "transcript") -> str:
 def exchanges(run_dir: Path) -> str:
     """The transcript without its run header (which names the runtime): what every runtime must agree on."""
     return text_of(run_dir).split("\n", 1)[1]
+
+
+# ---------------------------------------------------------------- the scenario the request fixtures were recorded with
+def W(*users, gold):
+    """A write op of a case file, for building an oracle's gold in a test."""
+    return {"op": "write", "messages": [{"role": "user", "content": u} for u in users], "gold": gold}
+
+
+def G(subject, attribute, value, statement, **kw):
+    """A gold fact."""
+    return {"subject": subject, "attribute": attribute, "value": value, "statement": statement, **kw}
+
+
+#: tests/fixtures/requests/README.md: Alice lives in Berlin and loves coffee, then moves to Lisbon and quits coffee
+ALICE_OPS = [
+    W("Hi, I'm Alice. I live in Berlin. I love coffee.", "I work as a nurse at the Charite hospital.",
+      gold=[G("user", "name", "Alice", "User's name is Alice"), G("user", "lives in", "Berlin", "User lives in Berlin"),
+            G("user", "likes", "coffee", "User loves coffee"),
+            G("user", "works at", "Charite hospital", "User works as a nurse at the Charite hospital")]),
+    W("I moved to Lisbon last month. I no longer drink coffee.",
+      gold=[G("user", "lives in", "Lisbon", "User moved to Lisbon last month", intent="supersede", replaces="Berlin"),
+            G("user", "likes", "coffee", "User no longer drinks coffee", intent="retract")]),
+]

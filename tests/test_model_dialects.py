@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ALICE_OPS, G, W
+
 from memmatrix.model.dialects.common import chat_completion, response_object
 from memmatrix.model.gold import GoldIndex
 from memmatrix.model.oracle import Oracle
@@ -18,23 +20,9 @@ def fixture(name: str) -> dict:
     return json.loads((FIX / f"{name}.json").read_text())["request"]
 
 
-def W(*users, gold):
-    return {"op": "write", "messages": [{"role": "user", "content": u} for u in users], "gold": gold}
-
-
-def G(subject, attribute, value, statement, **kw):
-    return {"subject": subject, "attribute": attribute, "value": value, "statement": statement, **kw}
-
-
 # the gold of the scenario the fixtures were recorded with (see tests/fixtures/requests/README.md)
 GOLD = GoldIndex([{"cases": [{"id": "fixtures", "ops": [
-    W("Hi, I'm Alice. I live in Berlin. I love coffee.", "I work as a nurse at the Charite hospital.",
-      gold=[G("user", "name", "Alice", "User's name is Alice"), G("user", "lives in", "Berlin", "User lives in Berlin"),
-            G("user", "likes", "coffee", "User loves coffee"),
-            G("user", "works at", "Charite hospital", "User works as a nurse at the Charite hospital")]),
-    W("I moved to Lisbon last month. I no longer drink coffee.",
-      gold=[G("user", "lives in", "Lisbon", "User moved to Lisbon last month", intent="supersede", replaces="Berlin"),
-            G("user", "likes", "coffee", "User no longer drinks coffee", intent="retract")]),
+    *ALICE_OPS,
     W("Alice lives in Berlin.", gold=[G("Alice", "lives in", "Berlin", "Alice lives in Berlin")]),
     W("Alice moved from Berlin to Lisbon.",
       gold=[G("Alice", "lives in", "Lisbon", "Alice lives in Lisbon", intent="supersede", replaces="Berlin")]),

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import ALICE_OPS
+
 from memmatrix.model.dialects import mem0
 from memmatrix.model.gold import GoldIndex
 from memmatrix.model.oracle import Oracle
@@ -23,24 +25,8 @@ CASES = GoldIndex([json.loads((ROOT / "cases" / p / "1.2.0.json").read_text()) f
 ORACLE = Oracle(CASES)
 
 
-def W(*users, gold):
-    return {"op": "write", "messages": [{"role": "user", "content": u} for u in users], "gold": gold}
-
-
-def G(subject, attribute, value, statement, **kw):
-    return {"subject": subject, "attribute": attribute, "value": value, "statement": statement, **kw}
-
-
 # the scenario the stub fixtures were recorded with (tests/fixtures/requests/README.md)
-ALICE = Oracle(GoldIndex([{"cases": [{"id": "fixtures", "ops": [
-    W("Hi, I'm Alice. I live in Berlin. I love coffee.", "I work as a nurse at the Charite hospital.",
-      gold=[G("user", "name", "Alice", "User's name is Alice"), G("user", "lives in", "Berlin", "User lives in Berlin"),
-            G("user", "likes", "coffee", "User loves coffee"),
-            G("user", "works at", "Charite hospital", "User works as a nurse at the Charite hospital")]),
-    W("I moved to Lisbon last month. I no longer drink coffee.",
-      gold=[G("user", "lives in", "Lisbon", "User moved to Lisbon last month", intent="supersede", replaces="Berlin"),
-            G("user", "likes", "coffee", "User no longer drinks coffee", intent="retract")]),
-]}]}]))
+ALICE = Oracle(GoldIndex([{"cases": [{"id": "fixtures", "ops": ALICE_OPS}]}]))
 
 
 def request(name: str) -> dict:

@@ -189,32 +189,31 @@ class AuditByDigest(Double):
     NAME = "r-digest"
 
 
-class AuditIdHoldsTheValue(Double):
+class _QuotesTheForget(Double):
+    """Keeps the text of the last forget request, to put it where a leak could hide."""
+
+    def forget(self, scope, at, text):
+        self.remember(said=text)
+        return super().forget(scope, at, text)
+
+    def audit(self, scope):
+        return {"events": [self.hide(e) if e["event"] == "forget" else e for e in super().audit(scope)["events"]]}
+
+
+class AuditIdHoldsTheValue(_QuotesTheForget):
     """The deletion event's memory_id is the deleted statement itself."""
     NAME = "r-id"
 
-    def forget(self, scope, at, text):
-        self.remember(said=text)
-        return super().forget(scope, at, text)
-
-    def audit(self, scope):
-        events = super().audit(scope)["events"]
-        return {"events": [{**e, "memory_id": f"forgotten: {self.note.get('said')}"} if e["event"] == "forget"
-                           else e for e in events]}
+    def hide(self, event):
+        return {**event, "memory_id": f"forgotten: {self.note.get('said')}"}
 
 
-class AuditKeyHoldsTheValue(Double):
+class AuditKeyHoldsTheValue(_QuotesTheForget):
     """The deletion event keeps the deleted statement as a key of its record."""
     NAME = "r-key"
 
-    def forget(self, scope, at, text):
-        self.remember(said=text)
-        return super().forget(scope, at, text)
-
-    def audit(self, scope):
-        events = super().audit(scope)["events"]
-        return {"events": [{**e, "detail": {self.note.get("said", ""): "removed"}} if e["event"] == "forget"
-                           else e for e in events]}
+    def hide(self, event):
+        return {**event, "detail": {self.note.get("said", ""): "removed"}}
 
 
 # ---------------------------------------------------------------- 4. judge words (no qualifiers exposed)
