@@ -64,9 +64,10 @@ class RetiresTheTwinOnForget(Double):
 
 # ---------------------------------------------------------------- 2. absences wait for the system
 class _NoSignal(Double):
-    """No quiescence signal: writes are applied ``LAG`` seconds after they are made, by the clock."""
+    """No quiescence signal: writes (and imports) are applied ``LAG`` seconds after they are made."""
     LAG = 1.5
-    TOMBSTONES = True
+    TOMBSTONES = True   # a re-fed forgotten value is rejected when it is finally applied
+    REASSERT = False    # an import stores old material as a new current fact instead of as history
 
     def __init__(self, config):
         super().__init__(config)
@@ -82,8 +83,14 @@ class _NoSignal(Double):
         with self.lock:
             due = [p for p in self.pending if p[0] <= time.monotonic()]
             self.pending = [p for p in self.pending if p[0] > time.monotonic()]
-        for _, scope, at, messages in due:
-            if self.TOMBSTONES:
+        for _, kind, scope, at, messages in due:
+            if kind == "import":
+                super().import_history(scope, at, messages)
+            elif kind == "reassert":
+                for f in self._extract(messages):
+                    self.mem._add(scope, at, {**f, "valid_from": None, "valid_to": None})
+                self.mem.save()
+            elif self.TOMBSTONES:
                 super().write(scope, at, messages)
             else:
                 stones, self.mem.state["tombstones"] = self.mem.state["tombstones"], {}
@@ -93,11 +100,21 @@ class _NoSignal(Double):
                     self.mem.state["tombstones"] = stones
                     self.mem.save()
 
-    def write(self, scope, at, messages):
-        self.pending.append((time.monotonic() + self.LAG, scope, at, messages))
+    def _later(self, kind, scope, at, messages):
+        with self.lock:
+            self.pending.append((time.monotonic() + self.LAG, kind, scope, at, messages))
         return {"ids": []}
 
+    def write(self, scope, at, messages):
+        return self._later("write", scope, at, messages)
+
+    def import_history(self, scope, at, messages):
+        if self.REASSERT:
+            return self._later("reassert", scope, self.note.get("now", at), messages)
+        return self._later("import", scope, at, messages)
+
     def door(self, query, scope, door, at):
+        self.remember(now=at)
         self._apply()
         return super().door(query, scope, door, at)
 
@@ -112,6 +129,17 @@ class _NoSignal(Double):
     def forget(self, scope, at, text):
         self._apply()
         return super().forget(scope, at, text)
+
+
+class CorrectsLate(_NoSignal):
+    """Correct, only slow: a correction (and an import) reaches the door 1.5 s after it is written."""
+    NAME = "a-corrects-late"
+
+
+class ReimportsLateAsCurrent(_NoSignal):
+    """Slow, and the import stores day-1 material as a new current fact: the first polls look clean."""
+    NAME = "a-reimport-late"
+    REASSERT = True
 
 
 class IndexesLateWithTombstones(_NoSignal):

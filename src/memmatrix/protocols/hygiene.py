@@ -83,6 +83,7 @@ def hygiene(answers: list[tuple[dict, dict]], stale: dict, current: dict | None,
                 checks.append({**where, "stale": j["result"]["verdict"], "method": "judged",
                                "why": j["result"]["reason"]})
                 outcomes.append(j["result"]["verdict"])
+    checks, outcomes, note = settled_polls(checks, outcomes)
     checks = compact(checks)
     judged = any(c.get("method") == "judged" for c in checks)
     if "judge-error" in outcomes:
@@ -90,13 +91,29 @@ def hygiene(answers: list[tuple[dict, dict]], stale: dict, current: dict | None,
     if "unqualified" in outcomes:
         first = next(c for c in checks if c["stale"] == "unqualified")
         how = f" ({first.get('why') or first.get('item')})" if first.get("why") or first.get("item") else ""
-        return Hygiene(FAIL, f"the stale value is presented as current in {what}{how}", checks, judged)
+        return Hygiene(FAIL, f"the stale value is presented as current in {what}{how}{note}", checks, judged)
     if "needs-judge" in outcomes:
         return Hygiene(SKIP, f"{what} mentions the stale value without any qualifier the system exposes; "
                              "scoring it needs the judge (run with a judge)", checks, judged)
     if all(o == "absent" for o in outcomes) and not nonvacuous:
         return Hygiene(SKIP, f"{what} served neither value: absence proves nothing", checks, judged)
     return Hygiene(PASS, "", checks, judged)
+
+
+def settled_polls(checks: list[dict], outcomes: list[str]) -> tuple[list[dict], list[str], str]:
+    """A polled system (no quiescence signal) is scored from the first poll where the stale value was no
+    longer presented as current: before it, the system may not have caught up with the correction. Once
+    clean it must stay clean (a value that comes back, or flickers, fails); never clean fails."""
+    polls = sorted({c["poll"] for c in checks if "poll" in c})
+    if len(polls) < 2:
+        return checks, outcomes, ""
+    bad = {c["poll"] for c, o in zip(checks, outcomes) if o == "unqualified"}
+    clean = [p for p in polls if p not in bad]
+    if not clean:
+        return checks, outcomes, " (in every poll, to the settle timeout)"
+    kept = [(c, o) for c, o in zip(checks, outcomes) if c.get("poll", clean[0]) >= clean[0]]
+    note = f" (it had been clean from poll {clean[0]} and came back)" if any(o == "unqualified" for _, o in kept) else ""
+    return [c for c, _ in kept], [o for _, o in kept], note
 
 
 def door_answers(op: OpRecords, queries: list[str], every_poll: bool = True) -> tuple[list[tuple[dict, dict]], list[str]]:
