@@ -1,4 +1,4 @@
-"""Killing a run midway leaves no process and no half-written result."""
+"""Killing a run midway leaves no process (daemons of the system included) and no half-written result."""
 
 import os
 import signal
@@ -40,7 +40,7 @@ def test_a_killed_run_stops_its_adapter_and_writes_nothing(tmp_path, sig):
     env = {**os.environ, "MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp_path / "cache"),
            "MEMMATRIX_CALL_TIMEOUT": "120", "TMPDIR": str(scratch)}
     run = subprocess.Popen([sys.executable, "-m", "memmatrix", "run", "--system",
-                            f"{ADAPTERS / 'misbehaving.py'}:HangsAfterForget", "--protocol", "deletion", "--out", str(out)],
+                            f"{ADAPTERS / 'procs.py'}:DaemonizesAndHangs", "--protocol", "deletion", "--out", str(out)],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            preexec_fn=_as_in_a_terminal)
     deadline = time.monotonic() + 30
@@ -48,6 +48,8 @@ def test_a_killed_run_stops_its_adapter_and_writes_nothing(tmp_path, sig):
         time.sleep(0.1)
     assert processes_mentioning(str(scratch)), "the adapter server never started"
     time.sleep(1.5)  # let the run reach the hanging door call
+    # the adapter started a daemon (double fork + setsid): it is outside the run's process groups
+    assert processes_mentioning("memmatrix-test-daemon:" + str(scratch)), "the adapter's daemon never started"
     run.send_signal(sig)
     _, err = run.communicate(timeout=60)
     assert run.returncode == 130, err

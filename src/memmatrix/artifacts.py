@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -87,6 +88,16 @@ def out_lock(target: Path):
 
 
 def clean_stale(out: Path) -> None:
-    """Remove staging folders an interrupted run left behind."""
-    for p in Path(out).rglob(".*.staging-*"):
-        shutil.rmtree(p, ignore_errors=True)
+    """Clean up after runs that were killed while writing: their ``.NAME.staging-PID`` folders go, and a
+    ``.NAME.old-PID`` goes too, or becomes NAME again when the kill came between the two renames. Only
+    folders whose pid is dead: another run may be writing into the same output folder right now."""
+    from .runtimes.procs import pid_alive
+    for p in sorted(Path(out).rglob(".*.*-*")):
+        m = re.fullmatch(r"\.(.+)\.(staging|old)-(\d+)", p.name)
+        if not m or not p.is_dir() or int(m.group(3)) == os.getpid() or pid_alive(int(m.group(3))):
+            continue
+        target = p.parent / m.group(1)
+        if m.group(2) == "old" and not target.exists():
+            os.replace(p, target)
+        else:
+            shutil.rmtree(p, ignore_errors=True)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 from ..config import Config
 from ..systems import SystemSpec
 from ..wire import Endpoint
+from .procs import make_scratch
 
 
 class Runtime:
@@ -24,9 +24,10 @@ class Runtime:
         self._scratch: Path | None = None
 
     def scratch(self) -> Path:
-        """A private folder for this run's stores, removed when the runtime stops."""
+        """A private folder for this run's stores, removed when the runtime stops. Its name carries this
+        process's pid: the next run removes it if this one is killed before it can."""
         if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix=f"memmatrix-{self.spec.name}-"))
+            self._scratch = make_scratch(self.spec.name)
         return self._scratch
 
     def start(self) -> None:

@@ -7,6 +7,12 @@ healthchecks, finds the published loopback ports, and always tears down with its
 at the end, also on Ctrl-C and exceptions. A restart inside a run stops and starts only the
 adapter service and keeps its volume: a "still gone after restart" check must not pass
 because the data was wiped.
+
+The compose CLI gets an allow-list of memmatrix's environment (runtimes/procs.py), the docker
+client's variables, the variables the compose files interpolate or pass through by name, and
+those the system declares in system.yaml ``env``: nothing else can reach a container. A reaper
+in a session of its own (runtimes/reaper.py) tears the project down if memmatrix dies without
+doing it (``kill -9``); the compose CLI itself dies with memmatrix.
 """
 
 from __future__ import annotations
@@ -16,9 +22,13 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 from functools import cached_property
+from pathlib import Path
+
+import yaml
 
 from testcontainers.compose import DockerCompose
 
@@ -28,7 +38,9 @@ from ..errors import RuntimeFailure
 from ..model.handle import ADAPTER_KEY, RemoteGateway
 from ..model.gateway import adapter_models
 from ..wire import HttpEndpoint
+from . import reaper
 from .base import Runtime
+from .procs import DOCKER_VARIABLES, declared_env, die_with_this_process, passed_env, start_time
 
 ADAPTER, GATEWAY = "adapter", "gateway"
 DEFAULT_BASE_IMAGE = "python:3.11-slim"
@@ -40,6 +52,7 @@ class ProjectCompose(DockerCompose):
     def __init__(self, *args, project: str, env: dict, **kwargs):
         super().__init__(*args, **kwargs)
         self.project, self.env = project, env
+        self.preexec = die_with_this_process(signal.SIGKILL)  # an `up` must not outlive a killed memmatrix
 
     @cached_property
     def compose_command_property(self) -> list[str]:
@@ -47,10 +60,62 @@ class ProjectCompose(DockerCompose):
         return [*cmd[:2], "-p", self.project, *cmd[2:]]
 
     def _run_command(self, cmd, context=None):
-        return subprocess.run(cmd, capture_output=True, check=True, cwd=context or str(self.context), env=self.env)
+        return subprocess.run(cmd, capture_output=True, check=True, cwd=context or str(self.context), env=self.env,
+                              preexec_fn=self.preexec)
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
         return self._run_command([*self.compose_command_property, *args])
+
+
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _strings(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _strings(key)
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _strings(item)
+    elif isinstance(node, str):
+        yield node
+
+
+def _by_name(entries) -> set[str]:
+    """Names passed through from the environment: ``- NAME`` in a list, ``NAME:`` without a value in a map."""
+    if isinstance(entries, dict):
+        return {k for k, v in entries.items() if v is None}
+    if isinstance(entries, list):
+        return {e for e in entries if isinstance(e, str) and "=" not in e}
+    return set()
+
+
+def compose_variables(file: Path, seen: set | None = None) -> set[str]:
+    """Every variable a compose file (and the files it includes) takes from the environment: interpolated
+    (``${NAME}``, ``$NAME``; ``$$`` is a literal dollar) or passed through by name (environment, build args,
+    secrets from the environment). These are what the compose files declare; nothing else is passed."""
+    seen = set() if seen is None else seen
+    file = file.resolve()
+    if file in seen or not file.is_file():
+        return set()
+    seen.add(file)
+    doc = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    names = {a or b for text in _strings(doc) for a, b in _VARIABLE.findall(text.replace("$$", ""))}
+    for service in (doc.get("services") or {}).values():
+        if isinstance(service, dict):
+            names |= _by_name(service.get("environment"))
+            build = service.get("build")
+            if isinstance(build, dict):
+                names |= _by_name(build.get("args"))
+    for secret in (doc.get("secrets") or {}).values():
+        if isinstance(secret, dict) and isinstance(secret.get("environment"), str):
+            names.add(secret["environment"])
+    for item in doc.get("include") or []:
+        paths = item if isinstance(item, str) else (item or {}).get("path", [])
+        for path in [paths] if isinstance(paths, str) else paths:
+            names |= compose_variables(file.parent / path, seen)
+    return names
 
 
 def _tail(text: str, lines: int = 25) -> str:
@@ -59,6 +124,8 @@ def _tail(text: str, lines: int = 25) -> str:
 
 class ComposeRuntime(Runtime):
     name = "compose"
+    _reaper: subprocess.Popen | None = None
+    _reaper_fd: int | None = None
 
     def _env(self) -> dict:
         settings = self.gateway_spec[0]
@@ -66,7 +133,8 @@ class ComposeRuntime(Runtime):
             raise RuntimeFailure("replay mode runs with --runtime embedded or inprocess: the recording stays on "
                                  "this machine; run the recorded system in proxy or oracle mode under compose")
         model = {"base_url": f"http://{GATEWAY}:8790/v1", "api_key": ADAPTER_KEY, **adapter_models(settings)}
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMMATRIX_MODEL_")}
+        env = passed_env(declared_env(self.spec),
+                         extra=DOCKER_VARIABLES | compose_variables(self.spec.folder / "compose.yaml"))
         env.update({
             "MEMMATRIX_BASE_IMAGE": os.environ.get("MEMMATRIX_BASE_IMAGE") or DEFAULT_BASE_IMAGE,
             "MEMMATRIX_VERSION": __version__, "MEMMATRIX_SYSTEM_VERSION": self.spec.version,
@@ -77,12 +145,45 @@ class ComposeRuntime(Runtime):
             "MEMMATRIX_MODEL_ORACLE_ABLATION": settings.ablation,
         })
         for key, value in (("MEMMATRIX_MODEL_UPSTREAM_URL", settings.upstream_url),
-                           ("MEMMATRIX_MODEL_API_KEY", settings.api_key),
+                           ("MEMMATRIX_MODEL_API_KEY", settings.api_key if settings.mode == "proxy" else None),
                            ("MEMMATRIX_MODEL_UPSTREAM_MODEL", settings.upstream_model),
                            ("MEMMATRIX_MODEL_UPSTREAM_EMBEDDING_MODEL", settings.upstream_embedding_model)):
             if value:
                 env[key] = value  # handed to the compose process only, never written to a file
         return env
+
+    def _start_reaper(self, project: str) -> None:
+        """A process in its own session that tears ``project`` down if this one dies first (runtimes/reaper.py)."""
+        read, write = os.pipe()  # the write end stays here (not inheritable): its end of file is our death
+        me, started = os.getpid(), start_time(os.getpid())
+        cmd = [sys.executable, "-I", reaper.__file__, "--watch-fd", str(read), "--pid", str(me), "--project", project,
+               *(["--start-time", str(started)] if started is not None else [])]
+        try:
+            self._reaper = subprocess.Popen(cmd, pass_fds=(read,), start_new_session=True, stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            env=passed_env(extra=DOCKER_VARIABLES))
+        except BaseException:
+            os.close(write)
+            raise
+        finally:
+            os.close(read)
+        self._reaper_fd = write
+
+    def _release_reaper(self, torn_down: bool) -> None:
+        """Tell the reaper the project is gone (it exits), or just let go so that it tears it down itself."""
+        fd, self._reaper_fd = self._reaper_fd, None
+        if fd is None:
+            return
+        try:
+            if torn_down:
+                os.write(fd, b"done")
+        finally:
+            os.close(fd)
+        if torn_down and self._reaper is not None:
+            try:
+                self._reaper.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
 
     def start(self) -> None:
         if self.spec.folder is None or not (self.spec.folder / "compose.yaml").is_file():
@@ -93,6 +194,7 @@ class ComposeRuntime(Runtime):
                                  "installs and starts one, with the Compose v2 plugin), or use --runtime embedded")
         project = re.sub(r"[^a-z0-9-]", "-", f"memmatrix-{self.spec.name}-{secrets.token_hex(3)}".lower())
         env = self._env()
+        self._start_reaper(project)
         self._prepare_images(env)
         self.compose = ProjectCompose(context=str(self.spec.folder), compose_file_name="compose.yaml", build=True,
                                       wait=True, project=project, env=env)
@@ -176,12 +278,15 @@ class ComposeRuntime(Runtime):
 
     def stop(self) -> None:
         compose = getattr(self, "compose", None)
+        torn_down = compose is None
         if compose is not None:
             try:
                 compose.run("down", "--volumes", "--remove-orphans", "--timeout", "10")
+                torn_down = True
             except subprocess.CalledProcessError:
-                pass
+                pass  # the reaper, let go without "done", tries again
             self.compose = None
+        self._release_reaper(torn_down)
         if self.gateway is not None:
             self.gateway.close()
             self.gateway = None

@@ -1,8 +1,10 @@
 """The embedded runtime: the adapter server as a subprocess on a free loopback port.
 
 The server is ``adapterkit.py`` run by the system's own interpreter, so the system's
-dependencies never meet memmatrix's. The process gets its own session (process group):
-stopping kills it and every child it started, on success, failure and Ctrl-C.
+dependencies never meet memmatrix's. It gets an allow-listed environment (runtimes/procs.py),
+its own session, and SIGTERM when memmatrix dies. It is a subreaper and stops every process
+below it, daemons included, when it stops; stopping it here kills what is left of its tree,
+on success, failure and Ctrl-C.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from .. import adapterkit
 from ..errors import AdapterError
 from ..wire import HttpEndpoint
 from .base import Runtime
+from .procs import declared_env, die_with_this_process, kill_snapshot, passed_env, snapshot_tree
+
+#: seconds an adapter gets to stop after POST /shutdown: its close(), then its descendants' SIGTERM grace
+SHUTDOWN_WAIT_S = adapterkit.CLOSE_TIMEOUT_S + adapterkit.TERM_GRACE_S + 2
 
 
 def log_tail(path: Path, lines: int = 25) -> str:
@@ -53,11 +59,12 @@ class EmbeddedRuntime(Runtime):
         port_file = scratch / "port"
         cmd = [self.python, "-u", adapterkit.__file__, "--adapter", self.spec.adapter,
                "--data-dir", str(scratch / "data"), "--port", "0", "--port-file", str(port_file),
-               "--runtime-config", json.dumps(self.runtime_config)]
+               "--runtime-config", json.dumps(self.runtime_config), "--parent-pid", str(os.getpid())]
+        env = self._env()
         log = open(self.log_path, "a", encoding="utf-8")
         try:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True, env=self._env())
+                                         start_new_session=True, env=env, preexec_fn=die_with_this_process())
         finally:
             log.close()
         deadline = time.monotonic() + self.config.start_timeout_s
@@ -84,8 +91,14 @@ class EmbeddedRuntime(Runtime):
                   flush=True)
 
     def _env(self) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        """The allow-list and the system's declared variables; the system's temporary files go to the scratch
+        folder (removed with it), unless that path is too long for the unix sockets some systems put there."""
+        env = {k: v for k, v in passed_env(declared_env(self.spec)).items() if not k.startswith("PYTHON")}
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        tmp = self.scratch() / "tmp"
+        if len(str(tmp)) <= 64:  # + "/tmpXXXXXXXX/redis.socket" stays below the 108 bytes of sun_path
+            tmp.mkdir(exist_ok=True)
+            env["TMPDIR"] = str(tmp)
         return env
 
     def _failure(self, what: str) -> str:
@@ -104,33 +117,36 @@ class EmbeddedRuntime(Runtime):
         super().stop()
 
     def _halt(self) -> None:
+        """POST /shutdown (the server closes the adapter and stops its descendants), then SIGTERM (it stops
+        them at once), then SIGKILL to its process group and to every descendant it had."""
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            if self.endpoint is not None:
+        if proc is None:
+            return
+        tree: list = []
+        if proc.poll() is None:
+            if self.endpoint is not None:  # else it never answered (a hanging import): no shutdown to wait for
                 try:
                     self.endpoint.session.post(f"{self.endpoint.base_url}/shutdown", timeout=2)
-                except requests.RequestException:
+                    proc.wait(timeout=SHUTDOWN_WAIT_S)
+                except (requests.RequestException, subprocess.TimeoutExpired):
                     pass
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 if proc.poll() is not None:
                     break
+                tree = snapshot_tree(proc.pid) or tree  # its daemons are not in its process group
                 try:
-                    os.killpg(proc.pid, sig)
+                    os.kill(proc.pid, sig)
                 except ProcessLookupError:
                     break
                 try:
                     proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     continue
-        if proc is not None:
-            try:  # children the adapter started in its session outlive a clean exit otherwise
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        try:  # children the adapter started in its session outlive a clean exit otherwise
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        kill_snapshot(tree)
 
     def describe(self) -> dict:
         from .venv import python_version
