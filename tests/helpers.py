@@ -67,3 +67,19 @@ ALICE_OPS = [
       gold=[G("user", "lives in", "Lisbon", "User moved to Lisbon last month", intent="supersede", replaces="Berlin"),
             G("user", "likes", "coffee", "User no longer drinks coffee", intent="retract")]),
 ]
+
+
+def one_case(tmp_path: Path, protocol: str = "deletion", index: int = 0,
+             rename: tuple[str, str] | None = None) -> Path:
+    """A case file holding one case of the newest set (optionally with a value renamed throughout):
+    for tests that poll a system without a quiescence signal, where every case costs seconds."""
+    from memmatrix.config import Config
+    config = Config.from_env()
+    data = json.loads(default_case_file(config, protocol).read_text(encoding="utf-8"))
+    data["cases"] = [data["cases"][index]]
+    text = json.dumps(data, ensure_ascii=False)
+    if rename:
+        text = text.replace(*rename)
+    f = tmp_path / f"one-{protocol}-{index}.json"
+    f.write_text(text, encoding="utf-8")
+    return f

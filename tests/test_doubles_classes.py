@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run
+from helpers import one_case, run
 from memmatrix.config import Config
 from conftest import ROOT
 
@@ -34,18 +34,6 @@ def pair(config, tmp_path, right: str, wrong: str, protocol: str = "deletion", c
     a = _RIGHT[key]
     b = row_of(run(config, f"{DOUBLES / 'classes.py'}:{wrong}", tmp_path / "b", protocol=protocol, cases=cases))
     return a, {case: {k: v for k, v in b[case].items() if a[case][k] != v} for case in b}
-
-
-def one_case(tmp_path: Path, index: int = 0, rename: tuple[str, str] | None = None) -> Path:
-    """A case file holding one case of the newest deletion set (optionally with its canary renamed)."""
-    data = json.loads((ROOT / "cases/deletion/1.2.0.json").read_text())
-    data["cases"] = [data["cases"][index]]
-    text = json.dumps(data, ensure_ascii=False)
-    if rename:
-        text = text.replace(*rename)
-    f = tmp_path / "one-case.json"
-    f.write_text(text, encoding="utf-8")
-    return f
 
 
 @pytest.fixture
@@ -133,7 +121,7 @@ def test_a_vector_stores_own_threshold_does_not_decide(config, tmp_path):
 
 
 def test_a_value_kept_escaped_is_still_held(config, tmp_path):
-    cases = one_case(tmp_path, 1, ("Ferelith Okonkwo-Thale", "Ysaëlle Brönnicke-Thale"))
+    cases = one_case(tmp_path, "deletion", 1, ("Ferelith Okonkwo-Thale", "Ysaëlle Brönnicke-Thale"))
     plain, moved = pair(config, tmp_path, "LogPlain", "LogEscaped", cases=cases)
     assert moved == {"name-accountant": {}}
     assert plain["name-accountant"]["9"] == "FAIL"  # the log keeps the deleted name, escaped or not
@@ -142,24 +130,16 @@ def test_a_value_kept_escaped_is_still_held(config, tmp_path):
     assert "Ysa\\\\u00eblle" in text_of(escaped)  # it really was stored escaped
 
 
-def one_contradiction(tmp_path: Path) -> Path:
-    data = json.loads((ROOT / "cases/contradiction/1.3.0.json").read_text())
-    data["cases"] = [data["cases"][0]]
-    f = tmp_path / "one-contradiction.json"
-    f.write_text(json.dumps(data))
-    return f
-
-
 def test_a_correction_that_arrives_late_is_not_a_stale_value(slow_config, tmp_path):
     """No quiescence signal, correct but slow: the polls before it caught up are not held against it."""
     ref = row_of(run(slow_config, "reference", tmp_path / "ref", protocol="contradiction",
-                     cases=one_contradiction(tmp_path)))
+                     cases=one_case(tmp_path, "contradiction")))
     late = row_of(run(slow_config, f"{DOUBLES / 'classes.py'}:CorrectsLate", tmp_path / "late",
-                      protocol="contradiction", cases=one_contradiction(tmp_path)))
+                      protocol="contradiction", cases=one_case(tmp_path, "contradiction")))
     assert late == ref
 
 
 def test_an_import_that_reasserts_late_is_caught(slow_config, tmp_path):
     _, moved = pair(slow_config, tmp_path, "CorrectsLate", "ReimportsLateAsCurrent", "contradiction",
-                    cases=one_contradiction(tmp_path))
+                    cases=one_case(tmp_path, "contradiction"))
     assert moved == {"replacement-home-city": {"C'": "FAIL", "U": "SKIP"}}

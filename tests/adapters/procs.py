@@ -53,6 +53,11 @@ class Daemonizes(Reference):
         super().__init__(config)
         daemonize(f"memmatrix-test-daemon:{config['data_dir']}", (config.get("options") or {}).get("pidlog"))
 
+    def capabilities(self):
+        caps = super().capabilities()
+        caps["options"] = {"pidlog": {"description": "a file every daemon appends its pid to (for the test)"}}
+        return caps
+
 
 class DaemonizesAndHangs(Daemonizes):
     def forget(self, scope, at, text):
