@@ -7,7 +7,6 @@ it was recorded from). Fast: no Graphiti install, the oracle only.
 import json
 from pathlib import Path
 
-import pytest
 
 from memmatrix.model.dialects.graphiti import _merge, sentences
 from memmatrix.model.gold import GoldIndex
@@ -118,22 +117,3 @@ def test_entity_summary_of_an_owner_carries_what_it_owns():
     assert body == {"summaries": [{"name": "user", "summary":
                                    "The user bought a bike lock. The code for my bike lock is MB-9025-KLO."}]}
     assert "QX-4471-TRV" not in reply.content  # the forgotten canary's episode is not in EPISODES
-
-
-COMMITTED = sorted(ROOT.glob("results/*/graphiti/*/*/model-transcript.jsonl"))
-
-
-@pytest.mark.skipif(not COMMITTED, reason="no committed Graphiti model transcripts")
-@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: "/".join(p.parts[-5:-1]))
-def test_every_recorded_graphiti_call_is_matched(path):
-    """Every chat request Graphiti made in a committed run gets a gold-backed answer now."""
-    oracle = Oracle(GoldIndex(CASES, ablation="undated" if "oracle-undated" in path.parent.name else ""))
-    missed = []
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
-        if rec["kind"] != "chat":
-            continue
-        reply = oracle.chat(rec["request"])
-        if not reply.matched:
-            missed.append((rec["seq"], reply.dialect, rec["context"]))
-    assert missed == []
