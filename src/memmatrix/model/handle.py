@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import requests
 
+from ..errors import RuntimeFailure
+
 from .gateway import Gateway, adapter_models
 from .settings import GatewaySettings
 
@@ -42,13 +44,23 @@ class RemoteGateway:
         r = self.session.post(f"{self.root}/_memmatrix/gold", json={"case_files": case_files}, timeout=60)
         r.raise_for_status()
 
+    def _gone(self, exc: Exception) -> RuntimeFailure:
+        return RuntimeFailure(f"the model gateway service at {self.root} stopped answering ({type(exc).__name__}); "
+                              "its record of the model calls is lost, so no result was written")
+
     def set_context(self, context: dict) -> None:
-        self.session.post(f"{self.root}/_memmatrix/context", json=context, timeout=30).raise_for_status()
+        try:
+            self.session.post(f"{self.root}/_memmatrix/context", json=context, timeout=30).raise_for_status()
+        except requests.RequestException as exc:
+            raise self._gone(exc) from None
 
     def state(self) -> dict:
-        r = self.session.get(f"{self.root}/_memmatrix/state", timeout=120)
-        r.raise_for_status()
-        return r.json()
+        try:
+            r = self.session.get(f"{self.root}/_memmatrix/state", timeout=120)
+            r.raise_for_status()
+            return r.json()
+        except (requests.RequestException, ValueError) as exc:
+            raise self._gone(exc) from None
 
     def models(self) -> dict:
         return adapter_models(self.settings)

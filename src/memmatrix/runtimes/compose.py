@@ -231,7 +231,8 @@ class ComposeRuntime(Runtime):
 
     def _up(self, *services: str) -> None:
         try:
-            self.compose.run("up", "--build", "--wait", *services) if services else self.compose.start()
+            # a restart brings back only the adapter, as built: never a rebuilt image, never a recreated gateway
+            self.compose.run("up", "--no-build", "--no-deps", "--wait", *services) if services else self.compose.start()
         except subprocess.CalledProcessError as exc:
             raise RuntimeFailure(self._diagnose(exc)) from None
         self.endpoint = HttpEndpoint(f"http://127.0.0.1:{self.compose.get_service_port(ADAPTER, 8080)}")
