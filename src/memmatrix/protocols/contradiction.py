@@ -26,7 +26,7 @@ from __future__ import annotations
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, group_ops
 from .deletion import _combine
 from .hygiene import door_answers, hygiene, judge_for
-from .observe import holds, items_holding, served_as_current, sight
+from .observe import holds, items_holding, served_as_current, sight, store_holds
 
 STEPS = (
     StepDef("setup", "setup", "the original value and its sibling are served before the correction (control)"),
@@ -201,8 +201,9 @@ class _Scorer:
             errs = op.errors()
             if errs:
                 return ERROR, f"a probe failed: {errs[0]['error']['message']}", [], False
+        kinds = {s["name"]: s.get("kind", "") for s in self.caps.get("stores", [])}
         held_before = {c["args"]["store"] for c in base.calls if c["args"]["store"] in self.derived
-                       and "result" in c and (c["result"]["state"] == "present" or holds(c["result"], self.stale))}
+                       and "result" in c and store_holds(c, self.stale, kinds)}
         answers = []
         for c in final.calls:
             if c["args"]["store"] in self.derived and c["args"]["needle"]["token"] == self.stale["token"]:

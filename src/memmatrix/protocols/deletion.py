@@ -9,15 +9,28 @@ question and the value itself, matched as whole tokens.
 
 from __future__ import annotations
 
-from ..tokens import found_in
+from ..tokens import found_in, tokens
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops
 from .observe import probe_hits, sight
 
 #: Audit event names that record a deletion (compared case-folded).
 DELETION_EVENTS = frozenset({
     "forget", "forgotten", "delete", "deleted", "remove", "removed", "purge", "purged",
-    "erase", "erased", "reject", "rejected", "tombstone", "tombstoned",
+    "erase", "erased", "reject", "rejected", "tombstone", "tombstoned", "deletion", "removal", "erasure",
+    "forgetting", "expunge", "expunged",
 })
+
+#: Words in an event name that say the deletion did not happen (or was undone).
+NOT_DONE = frozenset({"failed", "failure", "error", "undo", "undone", "undelete", "undeleted", "restore",
+                      "restored", "cancelled", "canceled", "pending", "requested"})
+
+
+def is_deletion(event: str) -> bool:
+    """An audit event records a deletion when a word of its name is a deletion word ("memory_deleted",
+    "DELETE", "forget") and none says it did not happen ("delete_failed", "undelete")."""
+    words = set(tokens(event))
+    return bool(words & DELETION_EVENTS) and not words & NOT_DONE
+
 
 STEPS = (
     StepDef("1", "write", "the canary's source conversation and its twin are written"),
@@ -219,8 +232,9 @@ class _State:
     def _audit(self, op: OpRecords, targets: dict):
         events = next((c["result"]["events"] for c in op.calls if c["call"] == "audit"), [])
         ids = {i for forgotten in self.forgotten.values() for i in forgotten}
-        deletions = [e for e in events if e["event"].casefold() in DELETION_EVENTS]
-        matching = [e for e in deletions if not ids or e.get("memory_id") in ids]
+        deletions = [e for e in events if is_deletion(e["event"])]
+        wanted = {str(i) for i in ids}
+        matching = [e for e in deletions if not wanted or str(e.get("memory_id")) in wanted]
         leaks = [name for name in self.forgotten if found_in(events, targets[name]["token"])]
         check = {"op": op.index, "check": "audit", "events": len(events), "deletion_events": len(deletions),
                  "forgotten_ids": sorted(ids)}

@@ -119,18 +119,21 @@ def probe_hits(op: OpRecords, target: dict, kinds: dict[str, str], controls: lis
     hits: dict[str, bool] = {}
     probes = [c for c in op.calls if c.get("call") == "probe" and "result" in c]
     for call in probes:
-        if call["args"]["needle"]["token"] != target["token"]:
-            continue
-        store, res = call["args"]["store"], call["result"]
-        if _shows(res, target):
-            held = True
-        elif kinds.get(store) == "vector":
-            held = not res.get("evidence") and not res.get("items") and res.get("distance") is not None and \
-                _as_close_as_a_control(res["distance"], store, call.get("poll", 0), probes, controls)
-        else:
-            held = res["state"] == "present"
-        hits[store] = hits.get(store, False) or held
+        if call["args"]["needle"]["token"] == target["token"]:
+            store = call["args"]["store"]
+            hits[store] = hits.get(store, False) or store_holds(call, target, kinds, probes, controls)
     return hits
+
+
+def store_holds(call: dict, target: dict, kinds: dict[str, str], probes: list[dict] = (), controls=()) -> bool:
+    """One probe answer: does the store hold ``target``? (see ``probe_hits``)"""
+    store, res = call["args"]["store"], call["result"]
+    if _shows(res, target):
+        return True
+    if kinds.get(store) == "vector":
+        return not res.get("evidence") and not res.get("items") and res.get("distance") is not None and \
+            _as_close_as_a_control(res["distance"], store, call.get("poll", 0), probes, controls)
+    return res["state"] == "present"
 
 
 def _as_close_as_a_control(distance: float, store: str, poll: int, probes: list[dict], controls) -> bool:
