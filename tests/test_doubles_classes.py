@@ -143,3 +143,10 @@ def test_an_import_that_reasserts_late_is_caught(slow_config, tmp_path):
     _, moved = pair(slow_config, tmp_path, "CorrectsLate", "ReimportsLateAsCurrent", "contradiction",
                     cases=one_case(tmp_path, "contradiction"))
     assert moved == {"replacement-home-city": {"C'": "FAIL", "U": "SKIP"}}
+
+
+def test_a_deletion_event_is_known_by_its_words_not_one_spelling(config, tmp_path):
+    _, same = pair(config, tmp_path / "named", "AuditByDigest", "AuditSaysMemoryDeleted")
+    assert all(cells == {} for cells in same.values()), same
+    _, failed = pair(config, tmp_path / "failed", "AuditByDigest", "AuditSaysDeleteFailed")
+    assert all(cells == {"10": "FAIL"} for cells in failed.values()), failed

@@ -318,3 +318,22 @@ class LogEscaped(_Log):
 
     def encode(self, text: str) -> str:
         return json.dumps(json.loads(text), ensure_ascii=True)
+
+
+# ---------------------------------------------------------------- audit events named the system's own way
+class _RenamesDeletions(Double):
+    EVENT = ""
+
+    def audit(self, scope):
+        return {"events": [{**e, "event": self.EVENT} if e["event"] == "forget" else e
+                           for e in super().audit(scope)["events"]]}
+
+
+class AuditSaysMemoryDeleted(_RenamesDeletions):
+    NAME = "e-memory-deleted"
+    EVENT = "memory.deleted"
+
+
+class AuditSaysDeleteFailed(_RenamesDeletions):
+    NAME = "e-delete-failed"
+    EVENT = "delete_failed"
