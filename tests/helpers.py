@@ -69,6 +69,12 @@ ALICE_OPS = [
 ]
 
 
+def newest_cases(protocol: str) -> Path:
+    """The newest case file of ``protocol`` in this checkout."""
+    from memmatrix.config import Config
+    return default_case_file(Config.from_env(), protocol)
+
+
 def one_case(tmp_path: Path, protocol: str = "deletion", index: int = 0,
              rename: tuple[str, str] | None = None) -> Path:
     """A case file holding one case of the newest set (optionally with a value renamed throughout):

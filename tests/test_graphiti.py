@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from helpers import row, run
+from helpers import newest_cases, row, run
 from memmatrix.config import Config
 
 pytestmark = pytest.mark.heavy
@@ -31,7 +31,7 @@ def gconfig(tmp_path_factory):
 @pytest.fixture(scope="module")
 def subset(tmp_path_factory):
     """Four contradiction cases, one per behaviour worth pinning (the full file runs in regenerate-results)."""
-    data = json.loads((ROOT / "cases/contradiction/1.2.0.json").read_text())
+    data = json.loads(newest_cases("contradiction").read_text())
     keep = ("replacement-home-city", "polarity-morning-drink", "partial-job", "bounded-stay")
     data["cases"] = [c for c in data["cases"] if c["id"] in keep]
     f = tmp_path_factory.mktemp("cases") / "subset.json"
@@ -134,7 +134,7 @@ def test_a_finished_run_leaves_no_redis_server(gconfig, tmp_path, monkeypatch, p
     private.mkdir()
     monkeypatch.setenv("TMPDIR", str(private))
     monkeypatch.setattr(tempfile, "tempdir", None)
-    data = json.loads((ROOT / f"cases/{protocol}/1.2.0.json").read_text())
+    data = json.loads(newest_cases(protocol).read_text())
     data["cases"] = [c for c in data["cases"] if c["id"] in ids]
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps(data))

@@ -7,13 +7,14 @@ install run with the fast tests.
 
 import importlib.util
 import json
+import re
 import sqlite3
 import sys
 
 import pytest
 
 import memmatrix.adapterkit
-from helpers import row, run
+from helpers import exchanges, row, run, text_of
 from memmatrix.config import Config
 from conftest import ROOT
 
@@ -66,7 +67,7 @@ def test_deletion_findings(mem0_config, tmp_path, version, after, end):
 
 
 def transcript(run_dir):
-    return [json.loads(line) for line in (run_dir / "transcript.jsonl").read_text().splitlines()]
+    return [json.loads(line) for line in text_of(run_dir).splitlines()]
 
 
 def contradiction_rows(out):
@@ -97,8 +98,9 @@ def test_contradiction_1_0_11_updates_but_forgets(mem0_config, tmp_path):
     # the graph relation keeps no bound ("timeless relationship types", EXTRACT_RELATIONS_PROMPT): once the date
     # has passed, the door still hands over "<user> -- staying_in -- kvalvika" as current
     assert (rows["bounded"]["A"], rows["bounded"]["B"], rows["bounded"]["C'"]) == (F, F, F)
-    assert all('"destination"' in c["reason"] for case in result(out)["cases"] if case["shape"] == "bounded"
-               for c in case["cells"] if c["step"] == "B")
+    # what the judge quotes is a graph node ("destination": "kvalvika"), not the memory, which keeps "until"
+    assert all(re.search(r"no qualifier attached: '\"[a-z0-9_-]+\"'", c["reason"])
+               for case in result(out)["cases"] if case["shape"] == "bounded" for c in case["cells"] if c["step"] == "B")
     assert result(out)["cost"]["total"]["unmatched"] == 0
 
 
@@ -107,7 +109,7 @@ def test_contradiction_1_0_11_updates_but_forgets(mem0_config, tmp_path):
 def test_compose_gives_the_embedded_transcript(mem0_config, tmp_path):
     a = run(mem0_config, "mem0@2.2.1", tmp_path / "e", runtime="embedded")
     b = run(mem0_config, "mem0@2.2.1", tmp_path / "c", runtime="compose")
-    assert result(a)["transcript"]["sha256"] == result(b)["transcript"]["sha256"]
+    assert exchanges(a) == exchanges(b)  # only the run header (it names the runtime) differs
     assert set(result(b)["stamp"]["system"]["image_digests"]) == {"adapter", "gateway"}
 
 

@@ -131,6 +131,24 @@ class ImportReassertsAsCurrent(Double):
         return super().door(query, scope, door, at)
 
 
+class ImportFlattensTheSummary(Double):
+    """C' (derived stores): the import rebuilds the summary with every source fact as current; the doors stay
+    right. What derived stores asserted before the import is E's, and E passes here."""
+    NAME = "c-reentry-derived"
+    MOVES = moves(ALL, {"C'": "FAIL"})
+
+    def import_history(self, scope, at, messages):
+        self.remember(flat=True)
+        return super().import_history(scope, at, messages)
+
+    def probe(self, store, scope, needle):
+        out = super().probe(store, scope, needle)
+        if store == "summaries" and self.note.get("flat"):
+            for item in out.get("items", []):
+                item.update(status="current", valid_to=None, superseded_by=None)
+        return out
+
+
 class DoorHidesHistory(Double):
     """D: the door never hands over an item that is no longer current (history unreachable, nothing erased).
     "I quit X" still names X, so polarity cases keep D."""
@@ -199,5 +217,5 @@ class UndoKeepsTheInvalidation(Double):
 
 
 DOUBLES = [FirstWriteFormerUntilCorrected, NewValuesPendingUntilTheJob, SupersedesOnlyAtTheJob,
-           JobRestoresTheOldValueAtTheDoor, ImportReassertsAsCurrent, DoorHidesHistory, JobSummaryIgnoresValidity,
+           JobRestoresTheOldValueAtTheDoor, ImportReassertsAsCurrent, ImportFlattensTheSummary, DoorHidesHistory, JobSummaryIgnoresValidity,
            CorrectionRetiresSiblings, UndoKeepsTheInvalidation]

@@ -9,7 +9,8 @@ scores columns, never one number:
   serves the old one as current)
 - B hygiene: the stale value is absent from the door, or present but qualified
 - C durability: A and B again after every background job; C' after the day-1 material is
-  re-fed through a different write path (import), at its original time (doors and derived stores)
+  re-fed through a different write path (import), at its original time (the doors, and any derived
+  store the import made assert the stale value when it did not before)
 - D history: the old value is still knowable when asked about the past
 - E derived reach: after the background jobs and before any re-import, derived stores no longer
   assert the stale value as current
@@ -36,8 +37,8 @@ STEPS = (
             needs=("setup",)),
     StepDef("C", "durable", "A and B still hold after every background job ran and the system restarted", needs=("setup",),
             essential="run_background_jobs"),
-    StepDef("C'", "re-entry", "A and B (and the derived stores) still hold after the day-1 material is re-fed through "
-            "another write path", needs=("setup",), essential="import_history"),
+    StepDef("C'", "re-entry", "A and B still hold, and no derived store newly asserts the stale value, after the day-1 "
+            "material is re-fed through another write path", needs=("setup",), essential="import_history"),
     StepDef("D", "history", "the old value is still knowable when asked about the past", needs=("setup",)),
     StepDef("E", "derived", "after the background jobs, derived stores (summaries, profiles, edges) no longer assert "
             "the stale value as current", needs=("setup",), essential="probe"),
@@ -175,13 +176,24 @@ class _Scorer:
         errs = imp.errors() if imp else []
         if errs:
             return Cell("C'", ERROR, f"the re-import failed: {errs[0]['error']['message']}")
-        probe = self._op("after-reimport", "probe")
+        probe, before = self._op("after-reimport", "probe"), self._op("derived", "probe")
         extra = []
-        if probe is not None and not probe.skips and self.derived:
-            v, r, c, j = self._derived(probe)
-            if v != SKIP:  # derived stores after the re-import: part of C' (what an import re-derives)
-                extra.append((v, f"derived stores: {r}" if r else "", c, j))
+        if probe is not None and before is not None and not probe.skips and self.derived:
+            # what the import did to derived stores is C'; what they asserted before it is E's
+            v, _, checks, judged = self._derived(probe)
+            if v == ERROR:
+                extra.append((ERROR, "a derived-store probe after the re-import failed", [], judged))
+            else:
+                worse = sorted(self._unqualified_stores(checks) - self._unqualified_stores(self._derived(before)[2]))
+                extra.append((FAIL if worse else PASS,
+                              f"derived stores: {worse} assert the stale value as current after the re-import, "
+                              "and did not before it" if worse else "", [c for c in checks if c.get("store") in worse],
+                              judged))
         return self._again("C'", "after-reimport", extra)
+
+    @staticmethod
+    def _unqualified_stores(checks: list[dict]) -> set[str]:
+        return {c["store"] for c in checks if c.get("stale") == "unqualified" and "store" in c}
 
     def _D(self) -> Cell:
         op = self._op("now", "assess")
