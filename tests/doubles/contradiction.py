@@ -131,7 +131,18 @@ class ImportReassertsAsCurrent(Double):
         return super().door(query, scope, door, at)
 
 
-class ImportFlattensTheSummary(Double):
+class _FlatSummary(Double):
+    """While ``note['flat']`` is set, the summary hands every source fact over as current."""
+
+    def probe(self, store, scope, needle):
+        out = super().probe(store, scope, needle)
+        if store == "summaries" and self.note.get("flat"):
+            for item in out.get("items", []):
+                item.update(status="current", valid_to=None, superseded_by=None)
+        return out
+
+
+class ImportFlattensTheSummary(_FlatSummary):
     """C' (derived stores): the import rebuilds the summary with every source fact as current; the doors stay
     right. What derived stores asserted before the import is E's, and E passes here."""
     NAME = "c-reentry-derived"
@@ -140,13 +151,6 @@ class ImportFlattensTheSummary(Double):
     def import_history(self, scope, at, messages):
         self.remember(flat=True)
         return super().import_history(scope, at, messages)
-
-    def probe(self, store, scope, needle):
-        out = super().probe(store, scope, needle)
-        if store == "summaries" and self.note.get("flat"):
-            for item in out.get("items", []):
-                item.update(status="current", valid_to=None, superseded_by=None)
-        return out
 
 
 class DoorHidesHistory(Double):
@@ -161,7 +165,7 @@ class DoorHidesHistory(Double):
         return {"text": "\n".join(self._line(i) for i in kept) or "(nothing relevant)", "items": kept}
 
 
-class JobSummaryIgnoresValidity(Double):
+class JobSummaryIgnoresValidity(_FlatSummary):
     """E: the background job's summary hands every source fact over as current; an import rebuilds it correctly."""
     NAME = "c-derived"
     MOVES = moves(ALL, {"E": "FAIL"})
@@ -174,11 +178,17 @@ class JobSummaryIgnoresValidity(Double):
         self.remember(flat=False)
         return super().import_history(scope, at, messages)
 
+
+class SummaryWithoutQualifiers(Double):
+    """E (judged): a system that qualifies its facts hands its summary over as bare text, no qualifier field: the
+    summary's words decide. A bounded fact's own words carry its bound ("until 14 March"), so bounded keeps E."""
+    NAME = "c-derived-text"
+    MOVES = moves(CORRECTED, {"E": "FAIL"})
+
     def probe(self, store, scope, needle):
         out = super().probe(store, scope, needle)
-        if store == "summaries" and self.note.get("flat"):
-            for item in out.get("items", []):
-                item.update(status="current", valid_to=None, superseded_by=None)
+        if store == "summaries":
+            out["items"] = [{"text": i["text"], "kind": "summary"} for i in out.get("items", [])]
         return out
 
 
@@ -217,5 +227,5 @@ class UndoKeepsTheInvalidation(Double):
 
 
 DOUBLES = [FirstWriteFormerUntilCorrected, NewValuesPendingUntilTheJob, SupersedesOnlyAtTheJob,
-           JobRestoresTheOldValueAtTheDoor, ImportReassertsAsCurrent, ImportFlattensTheSummary, DoorHidesHistory, JobSummaryIgnoresValidity,
-           CorrectionRetiresSiblings, UndoKeepsTheInvalidation]
+           JobRestoresTheOldValueAtTheDoor, ImportReassertsAsCurrent, ImportFlattensTheSummary, DoorHidesHistory,
+           JobSummaryIgnoresValidity, SummaryWithoutQualifiers, CorrectionRetiresSiblings, UndoKeepsTheInvalidation]

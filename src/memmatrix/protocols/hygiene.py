@@ -24,13 +24,20 @@ class Hygiene:
     judged: bool = False
 
 
+#: Item fields that say whether a memory is current. An item with none of them says nothing either way.
+QUALIFIER_FIELDS = ("status", "valid_from", "valid_to", "as_of", "superseded_by")
+
+
 def stale_mentions(answer: dict, stale: dict, current: dict | None, at: str) -> tuple[list[dict], bool]:
-    """Items asserting the stale value unqualified, and whether the text mentions it outside every item."""
+    """Items asserting the stale value unqualified (by their own qualifier fields), and whether some mention
+    is left for the judge: text outside every item, or an item that carries no qualifier field at all (a
+    summary, an episode) even in a system that qualifies its facts."""
     holding = items_holding(answer, stale)
     stale_items = [it for it in holding if not (current and holds(it, current))]
-    bare = [it for it in stale_items if not qualified(it, at)]
-    text_only = holds(answer.get("text", ""), stale) and not holding
-    return bare, text_only
+    fielded = [it for it in stale_items if any(k in it for k in QUALIFIER_FIELDS)]
+    bare = [it for it in fielded if not qualified(it, at)]
+    unknown = (holds(answer.get("text", ""), stale) and not holding) or len(fielded) < len(stale_items)
+    return bare, unknown
 
 
 def compact(checks: list[dict]) -> list[dict]:
@@ -63,8 +70,8 @@ def hygiene(answers: list[tuple[dict, dict]], stale: dict, current: dict | None,
             checks.append({**where, "stale": "absent"})
             outcomes.append("absent")
             continue
-        bare, text_only = stale_mentions(answer, stale, current, at)
-        if not bare and not text_only:
+        bare, for_judge = stale_mentions(answer, stale, current, at)
+        if not bare and not for_judge:
             checks.append({**where, "stale": "qualified", "method": "mechanical"})
             outcomes.append("qualified")
         elif bare and mechanical:
