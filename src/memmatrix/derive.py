@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from .protocols.base import settled_after
 
 TOKENS_METHOD = {"oracle": "estimated: words and punctuation of the request and answer",
                  "replay": "reported by the upstream (as recorded)", "proxy": "reported by the upstream (as recorded)"}
@@ -55,10 +54,14 @@ def run_findings(records: list[dict], caps: dict, limits: dict) -> list[str]:
                      "every presence check until it held or the timeout passed")
     else:
         settles = [r for r in records if r.get("kind") == "call" and r.get("call") == "settle"]
-        unsettled = [r for r in settles if settled_after(None, r) is not True]
-        if unsettled:
-            found.append(f"settle did not report quiescence {len(unsettled)} time(s) of {len(settles)}: the checks "
-                         "after those were polled like a system without a quiescence signal")
+        busy = [r for r in settles if "result" in r and r["result"].get("quiescent") is not True]
+        failed = [r for r in settles if "error" in r and r["error"].get("kind") != "unavailable"]
+        if busy:
+            found.append(f"settle answered that the system was not quiescent {len(busy)} time(s) of {len(settles)}: "
+                         "the checks after those were polled like a system without a quiescence signal")
+        if failed:
+            found.append(f"settle failed {len(failed)} time(s) of {len(settles)} ({failed[0]['error']['message'][:200]}): "
+                         "the checks after those were polled like a system without a quiescence signal")
     for op, decl in sorted(ops.items()):
         if decl["support"] == "emulated":
             found.append(f"{op} is emulated: {decl.get('reason')}")
