@@ -1,0 +1,260 @@
+"""Letta 0.16.8 (ex-MemGPT): an agent that edits its own memory through tool calls.
+
+Embedded: Postgres 16 + pgvector from the pgserver wheel (postgres.py), the schema by alembic from
+the letta sdist and ``letta server`` on loopback (server.py), all in the run's state folder; they
+start when the adapter starts and stop in close(), so the protocol's restart restarts them on the
+same cluster. The LLM and the embedder are the memmatrix gateway (``openai-proxy/<chat model>``;
+``openai/text-embedding-3-small``, Letta's hard-coded embedding handle for its OpenAI provider).
+
+One ``letta_v1_agent`` per scope, named by the scope, with the archival tools attached. A write is the
+conversation sent to the agent as its input messages: the agent (the oracle playing a careful model,
+systems/letta/oracle.py) stores what it wants with its own tools. The door is what Letta puts in the
+agent's context: its compiled core memory, plus what ``archival_memory_search`` returns for the query
+(the REST search runs the tool's own function). Forget uses Letta's delete paths; stores are probed
+with SQL on Letta's Postgres.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from adapterkit import contains, coverage
+
+from postgres import Postgres
+from probes import STORES, audit_rows, probe_store, reset_all
+from server import NON_DEFAULT_ENV, LettaError, LettaServer
+
+FORGET_COVERAGE = 0.8
+EMBEDDING = "openai/text-embedding-3-small"
+TOOLS = ["archival_memory_insert", "archival_memory_search"]
+SUMMARIZE = {"mode": "all"}
+
+
+class LettaAdapter:
+    def __init__(self, config: dict):
+        from importlib.metadata import version
+        self.version = version("letta")
+        model = self.model = config["model"]
+        self.llm = f"openai-proxy/{model['chat_model']}"
+        state = Path(config["data_dir"]) / "letta"
+        state.mkdir(parents=True, exist_ok=True)
+        self.log = open(state / "letta.log", "a", encoding="utf-8")
+        self.pg = Postgres(state / "postgres", open(state / "postgres.log", "a", encoding="utf-8"))
+        self.server = None
+        self.timings: dict = {}
+        try:
+            t = time.monotonic()
+            uri = self.pg.start()
+            self.timings["postgres_s"] = round(time.monotonic() - t, 1)
+            self.server = LettaServer(state, uri, model, self.log)
+            t = time.monotonic()
+            self.server.migrate(self.version)
+            self.timings["migrate_s"] = round(time.monotonic() - t, 1)
+            t = time.monotonic()
+            self.server.start()
+            self.timings["server_s"] = round(time.monotonic() - t, 1)
+        except Exception:
+            self.close()
+            raise
+        self.log.write(f"memmatrix: started {json.dumps(self.timings)}\n")
+        self.log.flush()
+        self.pg_uri = uri
+
+    # ------------------------------------------------------------------ plumbing
+    def _api(self, method: str, path: str, body=None, **query):
+        return self.server.call(method, f"/v1{path}", body, query or None)
+
+    def _agent(self, scope: str, create: bool = True) -> str | None:
+        found = self._api("GET", "/agents/", name=scope, limit=5)
+        if found:
+            return found[0]["id"]
+        if not create:
+            return None
+        agent = self._api("POST", "/agents/", {
+            "name": scope, "agent_type": "letta_v1_agent", "model": self.llm, "embedding": EMBEDDING,
+            "memory_blocks": [{"label": "human", "value": ""}, {"label": "persona", "value": "I am a helpful assistant."}],
+            "tools": TOOLS})
+        return agent["id"]
+
+    def _agents(self) -> list[dict]:
+        return self._api("GET", "/agents/", limit=1000) or []
+
+    def _blocks(self, agent: str) -> list[dict]:
+        return self._api("GET", f"/agents/{agent}/core-memory/blocks") or []
+
+    def _search(self, agent: str, query: str, k: int | None = None) -> list[dict]:
+        res = self._api("GET", f"/agents/{agent}/archival-memory/search", query=query, top_k=k)
+        return res.get("results", []) if isinstance(res, dict) else []
+
+    def _passages(self, agent: str) -> list[dict]:
+        return self._api("GET", f"/agents/{agent}/archival-memory", limit=1000) or []
+
+    # ------------------------------------------------------------------ contract
+    def capabilities(self) -> dict:
+        no = lambda why: {"support": "unsupported", "reason": why}  # noqa: E731
+        return {
+            "system": {"name": "letta", "version": self.version},
+            "operations": {
+                "settle": {"support": "supported"},
+                "recall": {"support": "supported"},
+                "forget": {"support": "emulated", "reason": (
+                    "search-then-delete: archival passages covering the request are deleted by id (DELETE "
+                    "/agents/{id}/archival-memory/{passage_id}), core-memory lines covering it are removed by a block "
+                    "PATCH; Letta has no per-message delete, so recall messages stay")},
+                "update": {"support": "emulated", "reason": (
+                    "core-memory lines covering the request are rewritten by a block PATCH; archival passages covering "
+                    "it are deleted and the new text inserted (Letta has no passage update)")},
+                "run_background_jobs": {"support": "supported"},
+                "probe": {"support": "supported"},
+                "audit": {"support": "supported"},
+                "share": no("Letta has no share between agents short of attaching a block to both; no export of "
+                            "individual memories"),
+                "import_history": {"support": "supported"},
+            },
+            "doors": [{"name": "context", "description": (
+                "what Letta puts in the agent's context for the query: its compiled core memory (GET "
+                "/agents/{id}/context, core_memory) and the archival_memory_search result (GET "
+                "/agents/{id}/archival-memory/search, the tool's own function, its default size)")}],
+            "stores": [{"name": name, **meta} for name, meta in STORES.items()],
+            "background_jobs": [{"name": "summarize", "description": "POST /agents/{id}/summarize for every agent"}],
+            "qualifiers": [],
+            "volatile_fields": ["timestamp", "created_at", "updated_at", "date"],
+            "notes": [
+                f"letta {self.version} (the last release with the Python API server), `letta server` on loopback, "
+                "Postgres 16.2 + pgvector 0.6.2 from the pgserver 0.1.4 wheel (Letta 0.16.8 supports only Postgres), "
+                "schema by `alembic upgrade head` from the letta sdist's migrations",
+                *[f"{k}={v} (not Letta's default): with tracing on every successful tool step stalls 60 s on the "
+                  "provider-trace write; provider_traces is itself a copy of every LLM exchange, probed as a store"
+                  for k, v in NON_DEFAULT_ENV.items()],
+                f"agent: letta_v1_agent (the default type), model {self.llm} (the gateway's chat model through "
+                f"Letta's openai provider), embedding {EMBEDDING} (served by the gateway), blocks human (empty) and "
+                "persona; the archival tools are attached explicitly (letta_v1_agent's defaults are only "
+                "conversation_search, memory_insert, memory_replace)",
+                "write: the conversation as the agent's input messages (POST /agents/{id}/messages); what is stored "
+                "is the agent's choice through its tools; import: POST /agents/{id}/archival-memory of the "
+                "transcript (the passage API, no LLM), with the material's time as created_at",
+                f"background job: POST /agents/{{id}}/summarize with compaction_settings {json.dumps(SUMMARIZE)} and "
+                "the agent's model (the default mode needs a fuller context to compact anything); sleep-time agents "
+                "stay off (Letta's default)",
+                "the harness clock cannot be passed to Letta (it stamps wall-clock times), except import's created_at",
+                "no LETTA_ENCRYPTION_KEY (Letta's default: secrets stored in plaintext; none are used here)",
+            ],
+        }
+
+    def reset(self) -> None:
+        reset_all(self.pg_uri)
+
+    def write(self, scope: str, at: str, messages: list) -> dict:
+        agent = self._agent(scope)
+        msgs = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] in ("user", "assistant")]
+        res = self._api("POST", f"/agents/{agent}/messages", {"messages": msgs})
+        return {"ids": [m["id"] for m in res.get("messages", []) if m.get("id")],
+                "stop_reason": (res.get("stop_reason") or {}).get("stop_reason")}
+
+    def import_history(self, scope: str, at: str, messages: list) -> dict:
+        agent = self._agent(scope)
+        text = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+        res = self._api("POST", f"/agents/{agent}/archival-memory", {"text": text, "created_at": at})
+        return {"ids": [p["id"] for p in res or []], "path": "POST /agents/{id}/archival-memory"}
+
+    def settle(self, timeout_s: float) -> dict:
+        return {"quiescent": True, "detail": "a message turn returns after the agent's tool calls are applied"}
+
+    def _core(self, agent: str) -> tuple[str, list[dict]]:
+        ctx = self._api("GET", f"/agents/{agent}/context")
+        items = [{"text": line, "kind": f"core-memory:{b['label']}"}
+                 for b in self._blocks(agent) for line in (b.get("value") or "").splitlines() if line.strip()]
+        return (ctx or {}).get("core_memory") or "", items
+
+    def door(self, query: str, scope: str, door: str, at: str) -> dict:
+        agent = self._agent(scope, create=False)
+        if agent is None:
+            return {"text": "", "items": []}
+        core, items = self._core(agent)
+        results = self._search(agent, query)
+        text = core + "\n\narchival_memory_search:\n" + json.dumps(results, ensure_ascii=False, indent=2)
+        items += [{"text": r.get("content", ""), "kind": "archival", "timestamp": r.get("timestamp")} for r in results]
+        return {"text": text, "items": items}
+
+    def recall(self, query: str, scope: str, k: int, at: str) -> dict:
+        agent = self._agent(scope, create=False)
+        if agent is None:
+            return {"items": []}
+        return {"items": [{"text": r.get("content", ""), "kind": "archival", "timestamp": r.get("timestamp")}
+                          for r in self._search(agent, query, k)]}
+
+    def _edit_blocks(self, agent: str, text: str, new_text: str | None) -> list[str]:
+        ids = []
+        for b in self._blocks(agent):
+            lines = (b.get("value") or "").split("\n")
+            hit = [ln for ln in lines if ln.strip() and coverage(text, ln) >= FORGET_COVERAGE]
+            if not hit:
+                continue
+            kept = [ln for ln in lines if ln not in hit] + ([new_text] if new_text else [])
+            self._api("PATCH", f"/agents/{agent}/core-memory/blocks/{b['label']}", {"value": "\n".join(kept)})
+            ids.append(b["id"])
+        return ids
+
+    def _matching_passages(self, agent: str, text: str) -> list[dict]:
+        return [p for p in self._passages(agent) if coverage(text, p.get("text") or "") >= FORGET_COVERAGE]
+
+    def forget(self, scope: str, at: str, text: str) -> dict:
+        agent = self._agent(scope, create=False)
+        if agent is None:
+            return {"ids": []}
+        ids = []
+        for p in self._matching_passages(agent, text):
+            self._api("DELETE", f"/agents/{agent}/archival-memory/{p['id']}")
+            ids.append(p["id"])
+        return {"ids": ids + self._edit_blocks(agent, text, None)}
+
+    def update(self, scope: str, at: str, text: str, new_text: str) -> dict:
+        agent = self._agent(scope, create=False)
+        if agent is None:
+            return {"ids": []}
+        ids = []
+        hits = self._matching_passages(agent, text)
+        for p in hits:
+            self._api("DELETE", f"/agents/{agent}/archival-memory/{p['id']}")
+            ids.append(p["id"])
+        if hits:
+            ids += [p["id"] for p in self._api("POST", f"/agents/{agent}/archival-memory", {"text": new_text}) or []]
+        return {"ids": ids + self._edit_blocks(agent, text, new_text)}
+
+    def run_background_jobs(self, at: str) -> dict:
+        outcomes = []
+        for a in self._agents():
+            try:
+                res = self._api("POST", f"/agents/{a['id']}/summarize",
+                                {"compaction_settings": {**SUMMARIZE, "model": self.llm}})
+                outcomes.append({"agent": a["name"], "messages_before": res.get("num_messages_before"),
+                                 "messages_after": res.get("num_messages_after")})
+            except LettaError as exc:
+                outcomes.append({"agent": a["name"], "error": str(exc)[:300]})
+        return {"jobs": ["summarize"], "detail": outcomes}
+
+    def _embed(self, text: str) -> list[float]:
+        """The needle's vector as Letta gets one: the gateway's embeddings, for Letta's embedding model."""
+        import urllib.request
+        req = urllib.request.Request(f"{self.model['base_url'].rstrip('/')}/embeddings", method="POST",
+                                     data=json.dumps({"model": EMBEDDING.split("/", 1)[1], "input": [text]}).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {self.model['api_key']}"})
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return json.loads(resp.read())["data"][0]["embedding"]
+
+    def probe(self, store: str, scope: str, needle: dict) -> dict:
+        return probe_store(self.pg_uri, store, scope, needle, contains, self._embed)
+
+    def audit(self, scope: str) -> dict:
+        return {"events": audit_rows(self.pg_uri, scope)}
+
+    def close(self) -> None:
+        try:
+            if self.server is not None:
+                self.server.stop()
+        finally:
+            self.pg.stop()
+            self.log.close()

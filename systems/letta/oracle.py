@@ -1,0 +1,135 @@
+"""Letta 0.16.x's model calls (letta_v1_agent): agent steps that write memory with tool calls, and compaction.
+
+The oracle plays a careful agent. Calls are recognised by what they offer and ask for, never by case:
+
+- an agent step offers Letta's memory tools (``memory_insert``, ``memory_replace``,
+  ``archival_memory_insert`` ...). The current input is the write whose last user message is the
+  request's last user message (Letta sends the whole in-context history, earlier writes included).
+  For each gold fact of that write, one tool call per step (Letta sends ``parallel_tool_calls:
+  false``): a new fact goes into the ``human`` core block (``memory_insert``) and into archival
+  memory (``archival_memory_insert``); a correction or retraction rewrites the human-block line
+  holding the old value (``memory_replace``) and records the new statement in archival memory (the
+  agent has no tool to delete a passage). Calls already made since that user message are not
+  repeated; once all are made the turn ends with a plain reply (letta_v1_agent needs no
+  send_message).
+- compaction (``POST /agents/{id}/summarize``, and the summarizer when the context overflows) asks
+  for "a detailed summary" of the transcript it quotes; the summary is the gold statements of every
+  write quoted there, corrections applied, as a careful summariser keeps the user's facts.
+
+Upstream: letta 0.16.8 ``letta/functions/function_sets/base.py`` (tool signatures),
+``letta/schemas/memory.py`` (``<human>`` ... ``<value>`` rendering, optional ``N→ `` line numbers),
+``letta/prompts/summarizer_prompt.py`` (ALL_PROMPT, SLIDING_PROMPT, SELF_* prompts).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from memmatrix.model.dialects.common import Reply, all_text, message_text, messages_of, tool_names
+
+MEMORY_TOOLS = {"archival_memory_insert", "memory_insert", "memory_replace", "core_memory_append",
+                "core_memory_replace"}
+_SUMMARY_ASK = re.compile(r"\b(write|create) a detailed summary\b", re.I)
+_LINE_NO = re.compile(r"^\s*\d+→ ?")
+_SPACE = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def _human_lines(system: str) -> list[str]:
+    m = re.search(r"<human>.*?<value>\n?(.*?)</value>", system, re.S)
+    if not m:
+        return []
+    return [_LINE_NO.sub("", ln).strip() for ln in m.group(1).splitlines() if _LINE_NO.sub("", ln).strip()]
+
+
+def _current_write(gold, msgs: list[dict]):
+    users = [message_text(m) for m in msgs if m.get("role") == "user"]
+    if not users:
+        return None
+    last = _norm(users[-1])
+    hits = [w for w in gold.writes_in("\n".join(users)) if w.messages and w.messages[-1] == last]
+    return hits[0] if hits else None
+
+
+def _args(call: dict) -> dict:
+    try:
+        return json.loads((call.get("function") or {}).get("arguments") or "{}")
+    except ValueError:
+        return {}
+
+
+class AgentStep:
+    name = "letta-agent-step"
+
+    @staticmethod
+    def match(request: dict) -> bool:
+        return bool(set(tool_names(request)) & MEMORY_TOOLS) and not Summary.match(request)
+
+    @staticmethod
+    def plan(fact: dict, human: list[str], tools: set[str]) -> list[tuple[str, dict]]:
+        gone = fact.get("replaces") if fact["intent"] == "supersede" else (
+            fact["value"] if fact["intent"] == "retract" else None)
+        old = next((ln for ln in human if gone and gone.casefold() in ln.casefold()), None)
+        calls: list[tuple[str, dict]] = []
+        if old and "memory_replace" in tools:
+            calls.append(("memory_replace", {"label": "human", "old_string": old, "new_string": fact["statement"]}))
+        elif old and "core_memory_replace" in tools:
+            calls.append(("core_memory_replace", {"label": "human", "old_content": old,
+                                                  "new_content": fact["statement"]}))
+        elif "memory_insert" in tools:
+            calls.append(("memory_insert", {"label": "human", "new_string": fact["statement"]}))
+        elif "core_memory_append" in tools:
+            calls.append(("core_memory_append", {"label": "human", "content": fact["statement"]}))
+        if "archival_memory_insert" in tools:
+            calls.append(("archival_memory_insert", {"content": fact["statement"]}))
+        return calls
+
+    @staticmethod
+    def answer(request: dict, gold) -> Reply:
+        msgs = messages_of(request)
+        write = _current_write(gold, msgs)
+        if write is None:
+            return Reply(AgentStep.name, False, content="Noted.")
+        last_user = max(i for i, m in enumerate(msgs) if m.get("role") == "user")
+        done = {(c.get("function", {}).get("name"), _norm(str(_args(c).get("new_string") or _args(c).get("content")
+                                                               or _args(c).get("new_content") or "")))
+                for m in msgs[last_user + 1:] for c in (m.get("tool_calls") or [])}
+        system = "\n".join(message_text(m) for m in msgs if m.get("role") == "system")
+        human, tools = _human_lines(system), set(tool_names(request))
+        for fact in write.facts:
+            for name, args in AgentStep.plan(fact, human, tools):
+                key = (name, _norm(args.get("new_string") or args.get("content") or args.get("new_content") or ""))
+                if key not in done:
+                    return Reply.tools(AgentStep.name, True, [(name, args)])
+        return Reply(AgentStep.name, True, content="Noted.")
+
+
+class Summary:
+    name = "letta-summary"
+
+    @staticmethod
+    def match(request: dict) -> bool:
+        msgs = messages_of(request)
+        asks = [message_text(m) for m in msgs if m.get("role") in ("system", "user")]
+        return any(_SUMMARY_ASK.search(t) and "summary" in t.casefold() for t in asks[-2:] + asks[:1])
+
+    @staticmethod
+    def answer(request: dict, gold) -> Reply:
+        facts = gold.facts_in(all_text(request))
+        kept: list[dict] = []
+        for f in facts:
+            if f["intent"] in ("supersede", "retract"):
+                kept = [k for k in kept if (k["subject"], k["attribute"]) != (f["subject"], f["attribute"])]
+            kept.append(f)
+        lines = [f"- {f['statement']}" for f in kept]
+        body = "\n".join(lines) if lines else "- No facts about the user were shared."
+        return Reply(Summary.name, True, content=f"Important details the user shared:\n{body}")
+
+
+#: What the gateway tries for a run of this system, in order, after memmatrix's own dialects
+#: (system.yaml: ``oracle: oracle.py:DIALECTS``).
+DIALECTS = (Summary, AgentStep)

@@ -1,0 +1,143 @@
+"""The Letta server: its schema (alembic, from the letta sdist), its process, and its REST API.
+
+- Migrations: the wheel ships no ``alembic/``; the sdist of the same release does. It is fetched once
+  per environment with pip (``--no-binary :all:``), checked against the sha256 pinned here (also in
+  the lock), and its ``alembic/`` + ``alembic.ini`` kept in the environment (``<prefix>/share``).
+  ``alembic upgrade head`` runs on every start (a no-op on an up-to-date schema).
+- The server: ``letta server`` on a free loopback port, HOME and LETTA_DIR inside the state folder,
+  the LLM and embeddings through the memmatrix gateway (OPENAI_BASE_URL, a dummy key),
+  LETTA_TRACK_PROVIDER_TRACE=false. Health: ``GET /v1/health/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from postgres import free_port
+
+SDIST = {"0.16.8": "363e26989e552c859ce2e7961d484acee6fccfc1e7b16e8f644b1ae1ccd754a3"}
+#: what the adapter sets that is not Letta's default (everything else is), also stated in the declaration's notes
+NON_DEFAULT_ENV = {
+    "LETTA_TRACK_PROVIDER_TRACE": "false",  # on, every successful tool step stalls 60 s on the trace write
+}
+
+
+class LettaError(RuntimeError):
+    pass
+
+
+def migrations(version: str) -> Path:
+    """The folder holding alembic.ini and alembic/ of letta ``version``, from its sdist, fetched once."""
+    home = Path(sys.prefix) / "share" / f"memmatrix-letta-{version}"
+    if (home / "alembic.ini").exists():
+        return home
+    if version not in SDIST:
+        raise LettaError(f"no sdist hash pinned for letta {version}; add it to SDIST in systems/letta/server.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        req = Path(tmp) / "req.txt"
+        req.write_text(f"letta=={version} --hash=sha256:{SDIST[version]}\n")
+        out = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                              "--require-hashes", "--disable-pip-version-check", "-q", "-d", tmp, "-r", str(req)],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+        archive = Path(tmp) / f"letta-{version}.tar.gz"
+        if out.returncode != 0 or not archive.exists():
+            raise LettaError(f"fetching the letta {version} sdist (for its alembic migrations) failed: "
+                             f"{(out.stderr or out.stdout)[-600:]}; check that PyPI is reachable")
+        if hashlib.sha256(archive.read_bytes()).hexdigest() != SDIST[version]:
+            raise LettaError(f"the letta {version} sdist does not match its pinned sha256")
+        stage = Path(tempfile.mkdtemp(dir=home.parent, prefix=f".{home.name}-"))
+        with tarfile.open(archive) as tf:
+            top = f"letta-{version}/"
+            members = [m for m in tf.getmembers() if m.name.startswith((top + "alembic/", top + "alembic.ini"))]
+            for m in members:
+                m.name = m.name[len(top):]
+            tf.extractall(stage, members=members, filter="data")
+        try:
+            os.rename(stage, home)  # atomic: a concurrent run either sees all of it or fetches it again
+        except OSError:
+            shutil.rmtree(stage, ignore_errors=True)
+    return home
+
+
+class LettaServer:
+    def __init__(self, state: Path, pg_uri: str, model: dict, log):
+        self.state = state
+        self.log = log
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+        home = state / "home"
+        (home / ".letta").mkdir(parents=True, exist_ok=True)
+        base = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ", "TMPDIR", "SSL_CERT_FILE",
+                                                                 "NO_PROXY", "no_proxy") or k.startswith("LC_")}
+        self.env = {**base, "HOME": str(home), "LETTA_DIR": str(home / ".letta"), "LETTA_PG_URI": pg_uri,
+                    "OPENAI_BASE_URL": model["base_url"], "OPENAI_API_KEY": model["api_key"],
+                    "PYTHONDONTWRITEBYTECODE": "1", **NON_DEFAULT_ENV}
+
+    def migrate(self, version: str) -> None:
+        folder = migrations(version)
+        alembic = Path(sys.prefix) / "bin" / "alembic"
+        out = subprocess.run([str(alembic), "upgrade", "head"], cwd=folder, env=self.env, capture_output=True,
+                             text=True, stdin=subprocess.DEVNULL, timeout=600)
+        self.log.write(f"$ alembic upgrade head\n{out.stdout[-4000:]}{out.stderr[-4000:]}\n")
+        self.log.flush()
+        if out.returncode != 0:
+            raise LettaError(f"alembic upgrade head failed (exit {out.returncode}): {out.stderr[-800:]}")
+
+    def start(self, timeout_s: float = 240) -> None:
+        self.port = free_port()
+        cmd = [str(Path(sys.prefix) / "bin" / "letta"), "server", "--host", "127.0.0.1", "--port", str(self.port)]
+        self.proc = subprocess.Popen(cmd, env=self.env, cwd=self.state, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=False)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                if self.call("GET", "/v1/health/", timeout=2).get("status") == "ok":
+                    return
+            except (OSError, LettaError, ValueError):
+                pass
+            if self.proc.poll() is not None:
+                raise LettaError(f"letta server exited with code {self.proc.returncode} before it was healthy; "
+                                 f"see {self.state / 'letta.log'}")
+            if time.monotonic() > deadline:
+                raise LettaError(f"letta server was not healthy within {timeout_s:g} s; see {self.state / 'letta.log'}")
+            time.sleep(0.5)
+
+    def call(self, method: str, path: str, body=None, query: dict | None = None, timeout: float = 300):
+        url = f"http://127.0.0.1:{self.port}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None}, doseq=True)
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            raise LettaError(f"Letta {method} {path} answered {exc.code}: {exc.read()[:800].decode(errors='replace')}")
+        return json.loads(raw) if raw.strip() else None
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 1.0)):
+            try:
+                proc.send_signal(sig)
+                proc.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+            except OSError:
+                return
