@@ -23,6 +23,7 @@ Upstream: letta 0.16.8 ``letta/functions/function_sets/base.py`` (tool signature
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -89,6 +90,14 @@ class AgentStep:
         return calls
 
     @staticmethod
+    def call(name: str, args: dict, position: int) -> Reply:
+        """One tool call with an id of its own: Letta drops tool messages whose call id repeats an earlier one."""
+        arguments = json.dumps(args, ensure_ascii=False)
+        digest = hashlib.sha256(f"{position}:{name}:{arguments}".encode()).hexdigest()[:16]
+        return Reply(AgentStep.name, True, tool_calls=[{"id": f"call_{digest}", "type": "function",
+                                                         "function": {"name": name, "arguments": arguments}}])
+
+    @staticmethod
     def answer(request: dict, gold) -> Reply:
         msgs = messages_of(request)
         write = _current_write(gold, msgs)
@@ -104,7 +113,7 @@ class AgentStep:
             for name, args in AgentStep.plan(fact, human, tools):
                 key = (name, _norm(args.get("new_string") or args.get("content") or args.get("new_content") or ""))
                 if key not in done:
-                    return Reply.tools(AgentStep.name, True, [(name, args)])
+                    return AgentStep.call(name, args, len(msgs))
         return Reply(AgentStep.name, True, content="Noted.")
 
 

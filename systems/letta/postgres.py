@@ -19,7 +19,6 @@ import signal
 import socket
 import stat
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +33,10 @@ def free_port() -> int:
 
 class PostgresError(RuntimeError):
     pass
+
+
+def _shared_tmp(st: os.stat_result) -> bool:
+    return bool(st.st_mode & stat.S_ISVTX and st.st_mode & stat.S_IWOTH)
 
 
 class Postgres:
@@ -77,16 +80,16 @@ class Postgres:
                 "HOME": str(self.root), "TZ": "UTC"}
 
     def _reachable(self) -> None:
-        """Give the unprivileged user the search bit on the state folder's ancestors we own inside the temp dir."""
-        tmp = Path(tempfile.gettempdir()).resolve()
+        """Give the unprivileged user the search bit on the state folder and its ancestors that we own below a
+        shared temp directory (sticky, world-writable: /tmp). Anything else (a home folder) is left alone."""
         path = self.root.resolve()
         for d in [path, *path.parents]:
-            if d == tmp or d == Path("/"):
-                break
             st = d.stat()
+            if _shared_tmp(st):
+                return
             if st.st_mode & stat.S_IXOTH:
                 continue
-            if st.st_uid != os.geteuid() or tmp not in d.parents:
+            if st.st_uid != os.geteuid() or not any(_shared_tmp(p.stat()) for p in d.parents):
                 raise PostgresError(f"Postgres runs as {self.user.pw_name} and cannot reach {self.root}: {d} is not "
                                     "searchable by others; give the run a data folder under the temp directory, or "
                                     "run memmatrix as a non-root user")
@@ -153,7 +156,7 @@ class Postgres:
                 pass
         except OSError:
             return False
-        out = subprocess.run([str(self.install / "bin" / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
+        out = subprocess.run([str(self.install / "bin" / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-U", ROLE],
                              env=self._env(), capture_output=True)
         return out.returncode == 0
 
