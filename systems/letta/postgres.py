@@ -6,8 +6,8 @@ when this process is root, initdb and postgres run as the ``postgres`` user (or 
 there is none) through ``setpriv`` (exec, no extra process), the cluster folder is owned by that user,
 and the state folder's temporary ancestors get the search bit (o+x, never read) so that user can
 reach it. Not root: everything runs as this user. The server is a direct child (the adapter server
-is a subreaper), started on a free loopback port with its socket in the cluster folder, trust auth
-on loopback only.
+is a subreaper), started on a free loopback port (TCP only, no unix socket), trust auth on loopback
+only.
 """
 
 from __future__ import annotations
@@ -128,14 +128,15 @@ class Postgres:
         (self.data / "postmaster.pid").unlink(missing_ok=True) if not self._pid_alive() else None
         self.port = free_port()
         cmd = [str(self.install / "bin" / "postgres"), "-D", str(self.data), "-p", str(self.port),
-               "-h", "127.0.0.1", "-k", str(self.data), "-c", "fsync=off", "-c", "max_connections=100"]
+               "-h", "127.0.0.1", "-k", "", "-c", "fsync=off", "-c", "max_connections=100"]  # TCP only: a socket
+        # path under a deep state folder passes the 107 bytes of sun_path
         self.proc = subprocess.Popen(self._as_user(cmd), env=self._env(), stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=subprocess.STDOUT, cwd=self.root)
         deadline = time.monotonic() + timeout_s
         while not self._accepts():
             if self.proc.poll() is not None:
                 raise PostgresError(f"postgres exited with code {self.proc.returncode} before it accepted "
-                                    f"connections; see {self.root / 'postgres.log'}")
+                                    f"connections; see {self.root.parent / 'postgres.log'}")
             if time.monotonic() > deadline:
                 raise PostgresError(f"postgres did not accept connections within {timeout_s:g} s")
             time.sleep(0.2)
