@@ -32,6 +32,9 @@ SDIST = {"0.16.8": "363e26989e552c859ce2e7961d484acee6fccfc1e7b16e8f644b1ae1ccd7
 #: what the adapter sets that is not Letta's default (everything else is), also stated in the declaration's notes
 NON_DEFAULT_ENV = {
     "LETTA_TRACK_PROVIDER_TRACE": "false",  # on, every successful tool step stalls 60 s on the trace write
+    # Letta's default opens a new asyncpg connection per session (NullPool); some of those connects to a
+    # loopback Postgres stall until asyncpg's 60 s timeout inside a step. A pool reuses connections.
+    "LETTA_DISABLE_SQLALCHEMY_POOLING": "false",
 }
 
 
@@ -78,18 +81,19 @@ class LettaServer:
         self.log = log
         self.proc: subprocess.Popen | None = None
         self.port = 0
+        self.pg_uri = pg_uri  # the pooled engine asks for SSL unless the URI says otherwise; alembic gets it plain
         home = state / "home"
         (home / ".letta").mkdir(parents=True, exist_ok=True)
         base = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TZ", "TMPDIR", "SSL_CERT_FILE",
                                                                  "NO_PROXY", "no_proxy") or k.startswith("LC_")}
-        self.env = {**base, "HOME": str(home), "LETTA_DIR": str(home / ".letta"), "LETTA_PG_URI": pg_uri,
+        self.env = {**base, "HOME": str(home), "LETTA_DIR": str(home / ".letta"), "LETTA_PG_URI": f"{pg_uri}?sslmode=disable",
                     "OPENAI_BASE_URL": model["base_url"], "OPENAI_API_KEY": model["api_key"],
                     "PYTHONDONTWRITEBYTECODE": "1", **NON_DEFAULT_ENV}
 
     def migrate(self, version: str) -> None:
         folder = migrations(version)
         alembic = Path(sys.prefix) / "bin" / "alembic"
-        out = subprocess.run([str(alembic), "upgrade", "head"], cwd=folder, env=self.env, capture_output=True,
+        out = subprocess.run([str(alembic), "upgrade", "head"], cwd=folder, env={**self.env, "LETTA_PG_URI": self.pg_uri}, capture_output=True,
                              text=True, stdin=subprocess.DEVNULL, timeout=600)
         self.log.write(f"$ alembic upgrade head\n{out.stdout[-4000:]}{out.stderr[-4000:]}\n")
         self.log.flush()
