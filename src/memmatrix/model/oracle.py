@@ -8,29 +8,17 @@ and is counted (``matched`` false in the model transcript, ``unmatched`` in the 
 
 from __future__ import annotations
 
-from .dialects import graphiti, mem0, memmatrix
+from .dialects import graphiti, letta, mem0, memmatrix
 from .dialects.common import Reply, schema_name, tool_names
 from .gold import GoldIndex
 
 ORACLE_VERSION = "1.1.0"
 
-
-def _system_dialects(name: str) -> tuple:
-    """TEMP until one-folder lands: a system folder's oracle.py DIALECTS, loaded by path."""
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[3] / "systems" / name / "oracle.py"
-    spec = importlib.util.spec_from_file_location(f"memmatrix_system_{name}_oracle", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return tuple(module.DIALECTS)
-
-
 DIALECTS = (
     memmatrix.Judge, memmatrix.Extract,
     mem0.AdditiveExtract, mem0.FactExtract, mem0.UpdateDecision, mem0.GraphTools,
     graphiti.Rerank, graphiti.Structured,
-    *_system_dialects("letta"),
+    letta.AgentStep,
 )
 
 
