@@ -7,7 +7,7 @@ import pytest
 import requests
 
 from conftest import ROOT
-from helpers import exchanges, run, text_of
+from helpers import exchanges, run, system_source, text_of
 from memmatrix.errors import RuntimeFailure
 from memmatrix.model import Gateway, GatewaySettings
 
@@ -20,7 +20,7 @@ EXTRACT = {"model": "m", "response_format": {"type": "json_object"}, "messages":
 
 @pytest.fixture
 def gw():
-    with Gateway(GatewaySettings(), [CASES]) as g:
+    with Gateway(GatewaySettings(), [CASES], system_source("mem0")) as g:  # EXTRACT is a mem0 prompt
         yield g
 
 

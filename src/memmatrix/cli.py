@@ -126,9 +126,9 @@ def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_systems(ns: argparse.Namespace, config: Config) -> int:
-    from .systems import known_systems, load_system_yaml
+    from .systems import known_systems, load_system_yaml, system_folder
     for name in known_systems(config):
-        meta = load_system_yaml(config.systems_dir / name, config)
+        meta = load_system_yaml(system_folder(config, name), config)
         versions = ", ".join(v + (" (default)" if v == meta["default_version"] else "") for v in meta["versions"])
         print(f"{name:12} {meta['title']} — versions: {versions}; runtimes: {', '.join(meta['runtimes'])}")
     return 0

@@ -4,7 +4,7 @@ Modes: ``oracle`` answers from the case files' gold facts (offline, deterministi
 forwards to a real upstream with the model, temperature, seed and answer length pinned, and
 ``replay`` answers from a recorded model transcript. Every call is recorded.
 
-    with Gateway(GatewaySettings(), [case_file_dict]) as gw:
+    with Gateway(GatewaySettings(), [case_file_dict], dialects) as gw:   # dialects: the system's DialectSource
         openai_base_url = gw.url          # http://127.0.0.1:PORT/v1
 """
 
@@ -18,7 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import requests
 
 from ..canon import sha256_json
+from ..errors import OracleModuleError
 from .dialects.common import Reply, approx_tokens, chat_completion, response_object
+from .dialectsource import DialectSource, load_dialects
 from .embed import encode_base64, make_embedder
 from .gold import GoldIndex
 from .oracle import Oracle
@@ -46,10 +48,11 @@ class _Server(ThreadingHTTPServer):
 
 
 class Gateway:
-    def __init__(self, settings: GatewaySettings, case_files: list[dict], host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, settings: GatewaySettings, case_files: list[dict], dialects: DialectSource | None = None,
+                 host: str = "127.0.0.1", port: int = 0):
         self.settings = settings
         self.host, self.port = host, port
-        self.oracle = Oracle(GoldIndex(case_files, settings.ablation))
+        self.configure(case_files, dialects)
         self.embedder = make_embedder(settings.embedder, settings.embed_dims)
         self.recorder = ModelRecorder(settings.mode)
         self.replay = Replay(settings.replay) if settings.mode == "replay" else None
@@ -93,6 +96,15 @@ class Gateway:
     def models(self) -> dict:
         return adapter_models(self.settings)
 
+    def configure(self, case_files: list[dict], dialects: DialectSource | None) -> None:
+        """The gold the oracle answers from, and the run's system's dialects (oracle mode only: in proxy mode
+        this process holds the upstream key, and no module sent over the wire may run beside it)."""
+        if dialects is not None and self.settings.mode != "oracle":
+            raise OracleModuleError(f"the gateway runs a system's oracle module only in oracle mode (this one is in "
+                                    f"{self.settings.mode} mode); send no dialects")
+        self.oracle = Oracle(GoldIndex(case_files, self.settings.ablation),
+                             load_dialects(dialects) if dialects is not None else ())
+
     def state(self) -> dict:
         """Everything a run needs from the gateway when it ends."""
         return {"transcript": self.recorder.text(), "cost": self.recorder.cost(), "latency": self.recorder.latency(),
@@ -119,7 +131,11 @@ class Gateway:
         if path == "/_memmatrix/gold":  # a gateway running as a service gets the run's case files over the wire
             if not isinstance(body, dict) or not isinstance(body.get("case_files"), list):
                 return 400, _error("'case_files' must be a list of case files", "invalid_request_error")
-            self.oracle = Oracle(GoldIndex(body["case_files"], self.settings.ablation))
+            try:  # and the run's system's dialects, as the module's text
+                dialects = DialectSource.from_wire(body["dialects"]) if body.get("dialects") is not None else None
+                self.configure(body["case_files"], dialects)
+            except OracleModuleError as exc:
+                return 400, _error(str(exc), "invalid_request_error")
             return 200, {"ok": True}
         routes = {"/v1/chat/completions": ("chat", self._chat), "/v1/responses": ("chat", self._chat),
                   "/v1/embeddings": ("embedding", self._embeddings)}

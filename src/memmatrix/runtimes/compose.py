@@ -199,11 +199,13 @@ class ComposeRuntime(Runtime):
         self.compose = ProjectCompose(context=str(self.spec.folder), compose_file_name="compose.yaml", build=True,
                                       wait=True, project=project, env=env)
         self._up()
-        settings, case_files = self.gateway_spec
+        settings, case_files, dialects = self.gateway_spec
         gport = self.compose.get_service_port(GATEWAY, 8790)
         try:
             self.gateway = RemoteGateway(f"http://127.0.0.1:{gport}/v1", f"http://{GATEWAY}:8790/v1", settings,
-                                         case_files)
+                                         case_files, dialects)
+        except RuntimeFailure as exc:
+            raise RuntimeFailure(f"{exc}\n{self._logs(GATEWAY)}") from None
         except Exception as exc:
             raise RuntimeFailure(f"the gateway service answers on 127.0.0.1:{gport} but refused the case files "
                                  f"({exc}).\n{self._logs(GATEWAY)}") from None

@@ -14,10 +14,8 @@ import math
 import re
 from datetime import datetime, timezone
 
-from ...tokens import contains
-from ..embed import HashEmbedder
-from ..gold import GoldIndex, norm
-from .common import Reply, message_text, messages_of, schema_name
+from memmatrix.model.dialects.common import (GoldIndex, HashEmbedder, Reply, contains, message_text,
+                                               messages_of, norm, schema_name)
 
 _EMBED = HashEmbedder(256)
 
@@ -310,3 +308,8 @@ class Rerank:
                                        "top_logprobs": [{"token": "True", "logprob": math.log(p), "bytes": None},
                                                         {"token": "False", "logprob": math.log(1 - p), "bytes": None}]}]}
         return reply
+
+
+#: What the gateway tries for a run of this system, in order, after memmatrix's own dialects
+#: (system.yaml: ``oracle: oracle.py:DIALECTS``).
+DIALECTS = (Rerank, Structured)
