@@ -140,7 +140,11 @@ def cmd_model(ns: argparse.Namespace, config: Config) -> int:
     from .model import Gateway, GatewaySettings
     settings = GatewaySettings.from_env()
     case_files = [json.loads(Path(f).read_text(encoding="utf-8")) for f in ns.cases]
-    with Gateway(settings, case_files, host=ns.host, port=ns.port) as gw:
+    dialects = None
+    if ns.system:  # that system's oracle dialects, as a run of it gets them
+        from .systems import resolve_system
+        dialects = resolve_system(ns.system, config).oracle
+    with Gateway(settings, case_files, dialects, host=ns.host, port=ns.port) as gw:
         print(f"memmatrix model gateway ({settings.mode}) listening on {gw.url}", flush=True)
         try:
             while True:
@@ -210,6 +214,7 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--host", default="127.0.0.1")
     m.add_argument("--port", type=int, default=8790)
     m.add_argument("--cases", nargs="*", default=[], metavar="FILE", help="case files whose gold the oracle answers from")
+    m.add_argument("--system", metavar="NAME", help="answer that system's prompts too (its folder's oracle dialects)")
     m.set_defaults(func=cmd_model)
 
     c = sub.add_parser("check-cases", help="validate a case file against its schema and protocol rules")

@@ -88,6 +88,6 @@ def load_dialects(src: DialectSource) -> tuple:
                                 "of dialect classes, or fix the 'oracle' key (file.py:ATTRIBUTE) in system.yaml")
     for i, dialect in enumerate(dialects):
         if not (callable(getattr(dialect, "match", None)) and callable(getattr(dialect, "answer", None))):
-            raise OracleModuleError(f"{src.where}: {src.attribute}[{i}] ({getattr(dialect, '__name__', dialect)!r}) "
-                                    "has no match(request) and answer(request, gold); give it both as static methods")
+            raise OracleModuleError(f"{src.where} has {src.attribute}[{i}] ({getattr(dialect, '__name__', dialect)!r}) "
+                                    "without match(request) and answer(request, gold); give it both as static methods")
     return dialects
