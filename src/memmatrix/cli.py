@@ -198,7 +198,7 @@ def parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="the matrix as Markdown (systems x steps, with reasons)")
     rp.add_argument("paths", nargs="+", metavar="PATH")
     rp.add_argument("--output", metavar="FILE", help="write to FILE (e.g. $GITHUB_STEP_SUMMARY) instead of stdout")
-    rp.add_argument("--append", action="store_true", help="append to --output instead of replacing it")
+    rp.add_argument("--append", action="store_true", help="add to the end of --output instead of replacing it")
     rp.set_defaults(func=cmd_report)
 
     d = sub.add_parser("diff", help="state changes between comparable runs; exit 1 on a regression")

@@ -44,7 +44,7 @@ class BadRequest(Exception):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    request_queue_size = 256  # systems call concurrently (graphiti gathers up to 20 at once)
+    request_queue_size = 256  # systems call concurrently (some gather 20 requests at once)
 
 
 class Gateway:

@@ -251,7 +251,7 @@ class ComposeRuntime(Runtime):
         where = f"docker compose for {self.spec.name!r} (project {self.compose.project})"
         if re.search(r"port is already allocated|address already in use", err):
             return f"{where}: a published port clashes with one already in use; free it or publish another.\n{_tail(err)}"
-        if re.search(r"pull access denied|failed to resolve reference|manifest unknown|error pulling|"
+        if re.search(r"pull access denied|failed to resolve|manifest unknown|error pulling|"
                      r"dial tcp|no such host|TLS handshake timeout", err):
             hints = [f"{i['variable']}={i['local']}" for i in self.spec.meta.get("compose", {}).get("images", [])]
             hint = f" without a registry, set {' '.join(hints)} to build it locally," if hints else ""
