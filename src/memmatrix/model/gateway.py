@@ -25,6 +25,8 @@ from .embed import encode_base64, make_embedder
 from .gold import GoldIndex
 from .oracle import Oracle
 from .record import ModelRecorder
+from .serving import (TOKEN_RENDERING, BadRequest, EventStream, completion_events, embedding_inputs, include_usage,
+                      models_answer, unstreamed)
 from .settings import GatewaySettings
 from .upstream import Replay, ReplayMiss, UpstreamError, forward, normalize_request
 
@@ -36,10 +38,6 @@ def adapter_models(settings: GatewaySettings) -> dict:
     """What adapters are told to ask for (any name works; proxy mode pins the upstream's)."""
     dims = 384 if settings.embedder == "minilm" else settings.embed_dims
     return {"chat_model": CHAT_MODEL, "embedding_model": EMBED_MODEL, "embedding_dims": dims}
-
-
-class BadRequest(Exception):
-    pass
 
 
 class _Server(ThreadingHTTPServer):
@@ -111,10 +109,15 @@ class Gateway:
                 "identity": self.identity(), "upstream": dict(self.upstream), "inflight": self.inflight}
 
     # ------------------------------------------------------------------ requests
-    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict]:
-        if method == "GET" and path in ("/v1/models", "/models"):
-            return 200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "memmatrix"}
-                                                    for m in (CHAT_MODEL, EMBED_MODEL)]}
+    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict | EventStream]:
+        if method == "GET" and (path.startswith("/v1/models") or path.startswith("/models")):
+            t0 = time.perf_counter()
+            status, answer = models_answer(path, (CHAT_MODEL, EMBED_MODEL))
+            model = path.split("/models", 1)[1].lstrip("/") or None
+            self.recorder.add({"endpoint": "/v1/models" + (f"/{model}" if model else ""), "kind": "models",
+                               "request": {"method": "GET", "model": model}, "status": status,
+                               **({"response": answer} if status == 200 else {})}, (time.perf_counter() - t0) * 1000)
+            return status, answer
         if method == "GET" and path == "/health":
             return 200, {"ok": True, "mode": self.settings.mode}
         if method == "GET" and path == "/_memmatrix/state":
@@ -171,6 +174,8 @@ class Gateway:
         if status == 200 and "response" not in record:
             record["response"] = response
         self.recorder.add(record, (time.perf_counter() - t0) * 1000)
+        if status == 200 and kind == "chat" and body.get("stream") is True:  # recorded whole, sent as chunks
+            return status, completion_events(response, include_usage(body))
         return status, response
 
     def _chat(self, path: str, body: dict) -> tuple[int, dict, dict]:
@@ -178,8 +183,9 @@ class Gateway:
             raise BadRequest("'messages' must be a non-empty list")
         if path.endswith("/responses") and not body.get("input"):
             raise BadRequest("'input' is required")
-        if body.get("stream"):
-            raise BadRequest("streaming is not supported by the memmatrix gateway; send stream=false")
+        if body.get("stream") and path.endswith("/responses"):
+            raise BadRequest("the memmatrix gateway streams /v1/chat/completions only; send stream=false to "
+                             "/v1/responses")
         if self.settings.mode != "oracle":
             response = self._elsewhere(path, body)
             usage = response.get("usage") or {}
@@ -195,11 +201,8 @@ class Gateway:
                                          "out": usage.get("completion_tokens", usage.get("output_tokens"))}}
 
     def _embeddings(self, path: str, body: dict) -> tuple[int, dict, dict]:
-        inputs = body.get("input")
-        inputs = [inputs] if isinstance(inputs, str) else inputs
-        if not (isinstance(inputs, list) and inputs and all(isinstance(x, str) for x in inputs)):
-            raise BadRequest("'input' must be a string or a non-empty list of strings")
-        if self.settings.mode != "oracle":
+        inputs, rendered = embedding_inputs(body.get("input"))
+        if self.settings.mode != "oracle":  # a real upstream takes token ids as they are
             response = self._elsewhere(path, body)
             return 200, response, {"usage": {"inputs": len(inputs)},
                                    **self._provenance(self.settings.upstream_embedding_model)}
@@ -212,13 +215,13 @@ class Gateway:
             vec = self.embedder(text, dims)
             width = len(vec)
             data.append({"object": "embedding", "index": i, "embedding": encode_base64(vec) if b64 else vec})
-        tokens = sum(approx_tokens(t) for t in inputs)
+        tokens = sum(len(t.split()) if rendered else approx_tokens(t) for t in inputs)
         response = {"object": "list", "data": data, "model": body.get("model", EMBED_MODEL),
                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
         # oracle vectors are re-derivable from the input: record their digest, not 1536 floats each
         return 200, response, {"usage": {"inputs": len(inputs)}, "response_sha256": sha256_json(response),
-                               "response": {"digest_only": True, "inputs": len(inputs),
-                                            "dims": width}}
+                               "response": {"digest_only": True, "inputs": len(inputs), "dims": width},
+                               **({"input_rendering": TOKEN_RENDERING} if rendered else {})}
 
     def _provenance(self, model: str | None) -> dict:
         """Who answered a non-oracle call: the pinned upstream model, or the recording."""
@@ -229,7 +232,7 @@ class Gateway:
     def _elsewhere(self, path: str, body: dict) -> dict:
         if self.settings.mode == "replay":
             return self.replay.answer(path, body)
-        response = forward(path, body, self.settings, self.session)
+        response = forward(path, unstreamed(body), self.settings, self.session)
         self.upstream["ok"] += 1
         return response
 
@@ -249,9 +252,10 @@ def _handler(gateway: Gateway):
         def _serve(self, method: str) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else b""
             status, body = gateway.handle(method, self.path.split("?", 1)[0], raw)
-            data = json.dumps(body).encode()
+            stream = isinstance(body, EventStream)
+            data = body.data if stream else json.dumps(body).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
