@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..gold import GoldIndex
-from .common import Reply, message_text, messages_of, tool_names
+from memmatrix.model.dialects.common import GoldIndex, Reply, message_text, messages_of, tool_names
 
 MEMORY_TOOLS = {"archival_memory_insert", "memory_insert", "memory_replace", "core_memory_append",
                 "core_memory_replace"}
@@ -52,3 +51,8 @@ class AgentStep:
         else:
             call = ("core_memory_append", {"label": "human", "content": f["statement"]})
         return Reply.tools(AgentStep.name, True, [call])
+
+
+#: What the gateway tries for a run of this system, in order, after memmatrix's own dialects
+#: (system.yaml: ``oracle: oracle.py:DIALECTS``).
+DIALECTS = (AgentStep,)

@@ -26,9 +26,8 @@ import ast
 import json
 import re
 
-from ...tokens import contains
-from ..gold import GoldIndex, norm
-from .common import Reply, message_text, messages_of, tool_names
+from memmatrix.model.dialects.common import (GoldIndex, Reply, contains, message_text, messages_of,
+                                               norm, tool_names)
 
 _FENCE = re.compile(r"```(?:json|python)?\s*(.*?)```", re.S)
 _OUTPUT_KEY = re.compile(r'\{\s*"(\w+)"\s*:')
@@ -415,3 +414,8 @@ def _all_facts(gold: GoldIndex) -> list[dict]:
                 seen.add(key)
                 out.append(f)
     return out
+
+
+#: What the gateway tries for a run of this system, in order, after memmatrix's own dialects
+#: (system.yaml: ``oracle: oracle.py:DIALECTS``).
+DIALECTS = (AdditiveExtract, FactExtract, UpdateDecision, GraphTools)

@@ -14,10 +14,8 @@ import math
 import re
 from datetime import datetime, timezone
 
-from ...tokens import contains
-from ..embed import HashEmbedder
-from ..gold import GoldIndex, norm
-from .common import Reply, message_text, messages_of, schema_name
+from memmatrix.model.dialects.common import (GoldIndex, HashEmbedder, Reply, contains, message_text,
+                                               messages_of, norm, schema_name)
 
 _EMBED = HashEmbedder(256)
 
@@ -215,6 +213,11 @@ def _describe(summary: str, gold: GoldIndex) -> tuple[str, bool]:
     return f"Facts about {about}.", ok
 
 
+#: schemas answered whole from the user text and the gold: (answer, whether gold matched)
+_ANSWER_BY_SCHEMA = {"EdgeDuplicate": _dedupe, "EdgeTimestamps": _timestamps, "BatchEdgeTimestamps": _batch_timestamps,
+                     "SummarizedEntities": _summaries}
+
+
 def _from_schema(request: dict) -> dict:
     """A custom attribute model the oracle knows nothing about: every field null (or empty)."""
     rf = request.get("response_format") or {}
@@ -259,17 +262,8 @@ class Structured:
         if kind == "ExtractedEdges":
             edges, ok = _edges(text, gold)
             return Reply.json(name, ok, {"edges": edges})
-        if kind == "EdgeDuplicate":
-            obj, ok = _dedupe(text, gold)
-            return Reply.json(name, ok, obj)
-        if kind == "EdgeTimestamps":
-            obj, ok = _timestamps(text, gold)
-            return Reply.json(name, ok, obj)
-        if kind == "BatchEdgeTimestamps":
-            obj, ok = _batch_timestamps(text, gold)
-            return Reply.json(name, ok, obj)
-        if kind == "SummarizedEntities":
-            obj, ok = _summaries(text, gold)
+        if kind in _ANSWER_BY_SCHEMA:
+            obj, ok = _ANSWER_BY_SCHEMA[kind](text, gold)
             return Reply.json(name, ok, obj)
         if kind == "Summary":
             # a text task on the two summaries in the prompt, gold or not: the merge is the careful answer,
@@ -310,3 +304,8 @@ class Rerank:
                                        "top_logprobs": [{"token": "True", "logprob": math.log(p), "bytes": None},
                                                         {"token": "False", "logprob": math.log(1 - p), "bytes": None}]}]}
         return reply
+
+
+#: What the gateway tries for a run of this system, in order, after memmatrix's own dialects
+#: (system.yaml: ``oracle: oracle.py:DIALECTS``).
+DIALECTS = (Rerank, Structured)
