@@ -89,3 +89,30 @@ def one_case(tmp_path: Path, protocol: str = "deletion", index: int = 0,
     f = tmp_path / f"one-{protocol}-{index}.json"
     f.write_text(text, encoding="utf-8")
     return f
+
+
+SYSTEMS_ROOT = Path(__file__).resolve().parents[1] / "systems"
+
+
+def system_dialects(name: str) -> tuple:
+    """systems/<name>/oracle.py's DIALECTS, loaded as the gateway loads them (from the module's text)."""
+    from memmatrix.model.dialectsource import load_dialects
+    return load_dialects(system_source(name))
+
+
+def system_module(name: str):
+    """The loaded module behind systems/<name>/oracle.py, for its helpers."""
+    import sys
+    return sys.modules[system_dialects(name)[0].__module__]
+
+
+def system_oracle(name: str, gold):
+    """The oracle a run of system ``name`` gets: memmatrix's own dialects, then the folder's."""
+    from memmatrix.model.oracle import Oracle
+    return Oracle(gold, system_dialects(name))
+
+
+def system_source(name: str):
+    """systems/<name>/oracle.py as the harness hands it to a gateway (a DialectSource)."""
+    from memmatrix.model.dialectsource import read_dialect_source
+    return read_dialect_source(name, SYSTEMS_ROOT / name, "oracle.py:DIALECTS", f"systems/{name}")

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ALICE_OPS, G, W
+from helpers import ALICE_OPS, G, W, system_oracle
 
 from memmatrix.model.dialects.common import chat_completion, response_object
 from memmatrix.model.gold import GoldIndex
-from memmatrix.model.oracle import Oracle
 
 FIX = Path(__file__).parent / "fixtures" / "requests"
 
@@ -27,11 +26,16 @@ GOLD = GoldIndex([{"cases": [{"id": "fixtures", "ops": [
     W("Alice moved from Berlin to Lisbon.",
       gold=[G("Alice", "lives in", "Lisbon", "Alice lives in Lisbon", intent="supersede", replaces="Berlin")]),
 ]}]}])
-ORACLE = Oracle(GOLD)
+ORACLES = {name: system_oracle(name, GOLD) for name in ("mem0", "graphiti")}
+
+
+def ask(name: str):
+    """The answer a run of the fixture's system (its name's first part) gets."""
+    return ORACLES[name.partition("-")[0]].chat(fixture(name))
 
 
 def content(name: str) -> dict:
-    reply = ORACLE.chat(fixture(name))
+    reply = ask(name)
     assert reply.matched, name
     return json.loads(reply.content)
 
@@ -59,13 +63,13 @@ def test_mem0_1_facts_then_decision_update_and_delete():
 
 
 def test_mem0_1_decision_with_empty_memory_adds_every_fact():
-    reply = ORACLE.chat(fixture("mem0-1.0.11-decision-empty"))
+    reply = ask("mem0-1.0.11-decision-empty")
     out = json.loads(reply.content)["memory"]
     assert out and all(m["event"] == "ADD" for m in out)
 
 
 def tool_args(name: str) -> list[tuple[str, dict]]:
-    reply = ORACLE.chat(fixture(name))
+    reply = ask(name)
     return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in reply.tool_calls]
 
 
@@ -91,19 +95,19 @@ def test_graphiti_structured_outputs_by_schema_name(client):
     assert content(f"graphiti-0.31.2-{client}-EdgeDuplicate") == {"duplicate_facts": [], "contradicted_facts": [0]}
     res = content(f"graphiti-0.31.2-{client}-NodeResolutions")["entity_resolutions"]
     assert res == [{"id": 0, "name": "Alice Smith", "duplicate_candidate_id": -1}]
-    ts = json.loads(ORACLE.chat(fixture(f"graphiti-0.31.2-{client}-EdgeTimestamps")).content)
+    ts = json.loads(ask(f"graphiti-0.31.2-{client}-EdgeTimestamps").content)
     assert ts["valid_at"] and ts["valid_at"].endswith("Z")  # a null valid_at would never invalidate anything
     assert content(f"graphiti-0.31.2-{client}-Summary")["summary"]
     assert content(f"graphiti-0.31.2-{client}-SummaryDescription")["description"]
 
 
 def test_graphiti_unknown_attribute_models_are_answered_from_their_schema():
-    reply = ORACLE.chat(fixture("graphiti-0.31.2-chat-Person"))
+    reply = ask("graphiti-0.31.2-chat-Person")
     assert not reply.matched and json.loads(reply.content) == {"occupation": None}
 
 
 def test_graphiti_rerank_always_has_top_logprobs():
-    reply = ORACLE.chat(fixture("graphiti-0.31.2-rerank"))
+    reply = ask("graphiti-0.31.2-rerank")
     top = reply.logprobs["content"][0]["top_logprobs"]
     assert [t["token"] for t in top] == ["True", "False"]
     body = chat_completion(fixture("graphiti-0.31.2-rerank"), reply, "x")
@@ -112,7 +116,7 @@ def test_graphiti_rerank_always_has_top_logprobs():
 
 def test_responses_envelope_carries_output_text():
     req = fixture("graphiti-0.31.2-responses-EdgeDuplicate")
-    body = response_object(req, ORACLE.chat(req), "x")
+    body = response_object(req, ORACLES["graphiti"].chat(req), "x")
     msg = body["output"][0]
     assert msg["type"] == "message" and msg["content"][0]["type"] == "output_text"
     assert json.loads(msg["content"][0]["text"]) == {"duplicate_facts": [], "contradicted_facts": [0]}
@@ -121,7 +125,7 @@ def test_responses_envelope_carries_output_text():
 def test_unmatched_text_gets_a_well_formed_empty_answer():
     req = {"model": "m", "messages": [{"role": "user", "content": "What is the weather like?"}],
            "response_format": {"type": "json_object"}}
-    reply = ORACLE.chat(req)
+    reply = ORACLES["mem0"].chat(req)
     assert reply.dialect == "unmatched" and not reply.matched and json.loads(reply.content) == {}
 
 
@@ -131,12 +135,12 @@ def test_letta_agent_inserts_one_fact_per_step_then_ends_the_turn():
     tools = [{"type": "function", "function": {"name": n}} for n in ("archival_memory_insert", "conversation_search")]
     req = {"model": "m", "tools": tools, "messages": [{"role": "system", "content": "<human>\nName: Bob\n</human>"},
                                                       {"role": "user", "content": "My passport number is P-999."}]}
-    first = Oracle(gold).chat(req)
+    first = system_oracle("letta", gold).chat(req)
     call = first.tool_calls[0]["function"]
     assert call["name"] == "archival_memory_insert" and json.loads(call["arguments"]) == {"content": "My passport number is P-999."}
     req["messages"] += [{"role": "assistant", "content": None, "tool_calls": first.tool_calls},
                         {"role": "tool", "content": "ok", "tool_call_id": "call_0"}]
-    assert Oracle(gold).chat(req).content == "Noted."
+    assert system_oracle("letta", gold).chat(req).content == "Noted."
 
 
 def test_base64_embeddings_decode_to_the_float_vector():
@@ -149,7 +153,7 @@ def test_base64_embeddings_decode_to_the_float_vector():
 def test_graphiti_bulk_combined_extraction_answers_the_current_messages_only():
     root = Path(__file__).resolve().parents[1]
     gold = GoldIndex([json.loads((root / "cases/contradiction/1.2.0.json").read_text())])
-    reply = Oracle(gold).chat(fixture("graphiti-0.31.2-chat-CombinedExtraction"))
+    reply = system_oracle("graphiti", gold).chat(fixture("graphiti-0.31.2-chat-CombinedExtraction"))
     body = json.loads(reply.content)
     assert reply.matched
     assert {"name": "Quillmere", "entity_type_id": 0} in body["extracted_entities"]

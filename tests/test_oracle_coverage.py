@@ -1,5 +1,6 @@
 """Every model call of every committed run is answered by today's oracle as a careful model would:
-a dialect change that leaves a recorded call unanswered (matched=false) fails here, system by system."""
+a dialect change that leaves a recorded call unanswered (matched=false) fails here, system by system. The oracle is assembled as a
+run of that system assembles it: memmatrix's own dialects, then the system folder's oracle module."""
 
 import json
 
@@ -9,30 +10,52 @@ from conftest import ROOT
 from memmatrix.bindings import find_case_file
 from memmatrix.canon import read_text
 from memmatrix.config import Config
+from memmatrix.model.dialectsource import load_dialects
 from memmatrix.model.gold import GoldIndex
 from memmatrix.model.oracle import Oracle
+from memmatrix.systems import resolve_system
 
 RESULTS = sorted(p for p in ROOT.glob("results/**/result.json")
                  if json.loads(p.read_text())["stamp"]["model"]["mode"] == "oracle")
+CONFIG = Config.from_env({"MEMMATRIX_HOME": str(ROOT)})
 
 
 def test_there_are_committed_oracle_runs_to_check():
     assert len(RESULTS) >= 20
 
 
+def oracle_of(stamp: dict) -> Oracle:
+    """The oracle a run of the stamp's system gets: its folder's dialects after memmatrix's own."""
+    spec = resolve_system(f"{stamp['system']['name']}@{stamp['system']['version']}", CONFIG)
+    cases = find_case_file(stamp, CONFIG)
+    gold = GoldIndex([json.loads(cases.read_text())],
+                     ablation=(stamp["model"].get("oracle_version") or "").partition("+")[2])
+    return Oracle(gold, load_dialects(spec.oracle) if spec.oracle else ())
+
+
 @pytest.mark.parametrize("path", RESULTS, ids=lambda p: "/".join(p.parts[-5:-1]))
 def test_every_recorded_call_is_answered(path):
     result = json.loads(path.read_text())
-    stamp = result["stamp"]
     assert result["cost"]["total"]["unmatched"] == 0, result["cost"]["unmatched"]
     if "model_transcript" not in result:
         return
-    cases = find_case_file(stamp, Config.from_env({"MEMMATRIX_HOME": str(ROOT)}))
-    oracle = Oracle(GoldIndex([json.loads(cases.read_text())],
-                              ablation=(stamp["model"].get("oracle_version") or "").partition("+")[2]))
+    oracle = oracle_of(result["stamp"])
     missed = []
     for line in read_text(path.parent / result["model_transcript"]["file"]).splitlines():
         rec = json.loads(line)
-        if rec["kind"] == "chat" and not oracle.chat(rec["request"]).matched:
+        if rec["kind"] != "chat":
+            continue
+        if not oracle.chat(rec["request"]).matched:
             missed.append((rec["seq"], rec.get("dialect"), rec["context"]))
     assert missed == []
+
+
+def test_a_system_gets_its_own_dialects_only():
+    """The chain is assembled per system: another system's prompts go unanswered (so the test above can fail)."""
+    mem0 = next(p for p in RESULTS if "/mem0/" in p.as_posix() and "model_transcript" in json.loads(p.read_text()))
+    result = json.loads(mem0.read_text())
+    stamp = result["stamp"]
+    as_other = Oracle(oracle_of(stamp).gold, ())  # memmatrix's own dialects only: what a system without one gets
+    records = [json.loads(line) for line in read_text(mem0.parent / result["model_transcript"]["file"]).splitlines()]
+    extraction = [r for r in records if r["kind"] == "chat" and r.get("dialect", "").startswith("mem0")]
+    assert extraction and not any(as_other.chat(r["request"]).matched for r in extraction)

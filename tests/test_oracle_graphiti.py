@@ -8,14 +8,16 @@ import json
 from pathlib import Path
 
 
-from memmatrix.model.dialects.graphiti import _merge, sentences
+from helpers import system_module, system_oracle
+
 from memmatrix.model.gold import GoldIndex
 from memmatrix.model.oracle import Oracle
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).parent / "fixtures" / "requests"
 CASES = [json.loads((ROOT / f"cases/{p}/1.2.0.json").read_text()) for p in ("deletion", "contradiction")]
-ORACLE = Oracle(GoldIndex(CASES))
+ORACLE = system_oracle("graphiti", GoldIndex(CASES))
+_merge, sentences = system_module("graphiti")._merge, system_module("graphiti").sentences
 
 
 def fixture(name: str) -> dict:
@@ -67,7 +69,7 @@ def test_batch_timestamps_without_facts_is_not_a_match():
 
 
 def test_batch_timestamps_under_the_undated_ablation_are_null_one_per_fact():
-    undated = Oracle(GoldIndex(CASES, ablation="undated"))
+    undated = system_oracle("graphiti", GoldIndex(CASES, ablation="undated"))
     reply, body = answer("graphiti-0.31.2-chat-BatchEdgeTimestamps-bounded", undated)
     assert reply.matched  # the ablation's answer, on purpose: an extractor that resolves no dates
     assert body == {"timestamps": [{"valid_at": None, "invalid_at": None}]}

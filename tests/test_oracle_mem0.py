@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ALICE_OPS
+from helpers import ALICE_OPS, system_module, system_oracle
 
-from memmatrix.model.dialects import mem0
 from memmatrix.model.gold import GoldIndex
 from memmatrix.model.oracle import Oracle
 
@@ -22,11 +21,12 @@ ROOT = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).parent / "fixtures" / "requests"
 
 CASES = GoldIndex([json.loads((ROOT / "cases" / p / "1.2.0.json").read_text()) for p in ("deletion", "contradiction")])
-ORACLE = Oracle(CASES)
+ORACLE = system_oracle("mem0", CASES)
+mem0 = system_module("mem0")
 
 
 # the scenario the stub fixtures were recorded with (tests/fixtures/requests/README.md)
-ALICE = Oracle(GoldIndex([{"cases": [{"id": "fixtures", "ops": ALICE_OPS}]}]))
+ALICE = system_oracle("mem0", GoldIndex([{"cases": [{"id": "fixtures", "ops": ALICE_OPS}]}]))
 
 
 def request(name: str) -> dict:

@@ -125,7 +125,7 @@ def compose_env(name: str, config, settings: GatewaySettings) -> dict:
     spec = SystemSpec(name=name, version="1.0", adapter=f"{folder / 'adapter.py'}:X", folder=folder,
                       meta=load_system_yaml(folder, config))
     runtime = ComposeRuntime(spec, config, {})
-    runtime.gateway_spec = (settings, [])
+    runtime.gateway_spec = (settings, [], spec.oracle)
     return runtime._env()
 
 
@@ -310,7 +310,7 @@ def test_a_compose_runtime_that_stops_normally_lets_its_reaper_exit(config, monk
     folder = ROOT / "systems" / "reference"
     spec = SystemSpec(name="reference", version="1.0", adapter=f"{folder / 'adapter.py'}:ReferenceAdapter",
                       folder=folder, meta=load_system_yaml(folder, config))
-    with start_runtime("compose", spec, config, {}, gateway=(GatewaySettings(), [])) as runtime:
+    with start_runtime("compose", spec, config, {}, gateway=(GatewaySettings(), [], spec.oracle)) as runtime:
         reaper_proc = runtime._reaper
         assert reaper_proc.poll() is None and os.getsid(reaper_proc.pid) == reaper_proc.pid
         project = runtime.compose.project

@@ -130,11 +130,13 @@ def model_problems(file: str, model_records: list[dict], stamp: dict) -> list[st
                and ("dialect" not in r or "upstream_model" in r or r.get("replayed"))]
     elif mode == "proxy":
         names = {"chat": model.get("id"), "embedding": model.get("embedding_model")}
-        bad = [r.get("seq") for r in model_records if "response" in r and r.get("upstream_model") != names.get(r.get("kind"))]
+        bad = [r.get("seq") for r in model_records if "response" in r and r.get("kind") in names
+               and r.get("upstream_model") != names[r["kind"]]]
     elif mode == "replay":
         if not model.get("recording_sha256") or model.get("id") != f"replay:{model['recording_sha256'][:16]}":
             problems.append("a replay stamp must name the recording's sha256 and be identified by it")
-        bad = [r.get("seq") for r in model_records if "response" in r and not r.get("replayed")]
+        bad = [r.get("seq") for r in model_records if "response" in r and r.get("kind") != "models"
+               and not r.get("replayed")]
     else:
         bad = [r.get("seq") for r in model_records]
     if bad:

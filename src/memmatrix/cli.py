@@ -126,9 +126,9 @@ def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_systems(ns: argparse.Namespace, config: Config) -> int:
-    from .systems import known_systems, load_system_yaml
+    from .systems import known_systems, load_system_yaml, system_folder
     for name in known_systems(config):
-        meta = load_system_yaml(config.systems_dir / name, config)
+        meta = load_system_yaml(system_folder(config, name), config)
         versions = ", ".join(v + (" (default)" if v == meta["default_version"] else "") for v in meta["versions"])
         print(f"{name:12} {meta['title']} — versions: {versions}; runtimes: {', '.join(meta['runtimes'])}")
     return 0
@@ -140,7 +140,11 @@ def cmd_model(ns: argparse.Namespace, config: Config) -> int:
     from .model import Gateway, GatewaySettings
     settings = GatewaySettings.from_env()
     case_files = [json.loads(Path(f).read_text(encoding="utf-8")) for f in ns.cases]
-    with Gateway(settings, case_files, host=ns.host, port=ns.port) as gw:
+    dialects = None
+    if ns.system:  # that system's oracle dialects, as a run of it gets them
+        from .systems import resolve_system
+        dialects = resolve_system(ns.system, config).oracle
+    with Gateway(settings, case_files, dialects, host=ns.host, port=ns.port) as gw:
         print(f"memmatrix model gateway ({settings.mode}) listening on {gw.url}", flush=True)
         try:
             while True:
@@ -194,7 +198,7 @@ def parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="the matrix as Markdown (systems x steps, with reasons)")
     rp.add_argument("paths", nargs="+", metavar="PATH")
     rp.add_argument("--output", metavar="FILE", help="write to FILE (e.g. $GITHUB_STEP_SUMMARY) instead of stdout")
-    rp.add_argument("--append", action="store_true", help="append to --output instead of replacing it")
+    rp.add_argument("--append", action="store_true", help="add to the end of --output instead of replacing it")
     rp.set_defaults(func=cmd_report)
 
     d = sub.add_parser("diff", help="state changes between comparable runs; exit 1 on a regression")
@@ -210,6 +214,7 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--host", default="127.0.0.1")
     m.add_argument("--port", type=int, default=8790)
     m.add_argument("--cases", nargs="*", default=[], metavar="FILE", help="case files whose gold the oracle answers from")
+    m.add_argument("--system", metavar="NAME", help="answer that system's prompts too (its folder's oracle dialects)")
     m.set_defaults(func=cmd_model)
 
     c = sub.add_parser("check-cases", help="validate a case file against its schema and protocol rules")

@@ -12,6 +12,7 @@ from .errors import ConfigError
 #: Every variable memmatrix reads, with its meaning (the README's table is generated from this).
 VARIABLES = {
     "MEMMATRIX_HOME": "checkout holding systems/, schemas/ and cases/ (default: the one memmatrix runs from)",
+    "MEMMATRIX_SYSTEMS": "folders holding system folders, a path list like PATH (default: the checkout's systems/)",
     "MEMMATRIX_CACHE_DIR": "where environments and images are cached (default: $XDG_CACHE_HOME/memmatrix)",
     "MEMMATRIX_CALL_TIMEOUT": "seconds one adapter call may take before it is an ERROR (default 120)",
     "MEMMATRIX_SETTLE_TIMEOUT": "seconds to wait for quiescence, or to poll a system without a signal (default 30)",
@@ -44,6 +45,7 @@ class Config:
     call_timeout_s: float = 120.0
     settle_timeout_s: float = 30.0
     start_timeout_s: float = 120.0
+    systems: tuple[Path, ...] = ()  # MEMMATRIX_SYSTEMS; empty: the checkout's systems/
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -56,12 +58,18 @@ class Config:
         xdg = env.get("XDG_CACHE_HOME")
         default_cache = (Path(xdg) if xdg else Path.home() / ".cache") / "memmatrix"
         cache = Path(env["MEMMATRIX_CACHE_DIR"]) if env.get("MEMMATRIX_CACHE_DIR") else default_cache
+        roots = tuple(Path(p) for p in (env.get("MEMMATRIX_SYSTEMS") or "").split(os.pathsep) if p)
+        missing = [str(p) for p in roots if not p.is_dir()]
+        if missing:
+            raise ConfigError(f"MEMMATRIX_SYSTEMS names {', '.join(missing)}, which is not a folder; list folders "
+                              f"that hold system folders, separated by {os.pathsep!r}")
         return cls(
             home=home,
             cache_dir=cache,
             call_timeout_s=_float(env, "MEMMATRIX_CALL_TIMEOUT", cls.call_timeout_s),
             settle_timeout_s=_float(env, "MEMMATRIX_SETTLE_TIMEOUT", cls.settle_timeout_s),
             start_timeout_s=_float(env, "MEMMATRIX_START_TIMEOUT", cls.start_timeout_s),
+            systems=roots,
         )
 
     def with_(self, **changes) -> "Config":
@@ -72,8 +80,9 @@ class Config:
         return self.home / "schemas"
 
     @property
-    def systems_dir(self) -> Path:
-        return self.home / "systems"
+    def systems_roots(self) -> tuple[Path, ...]:
+        """Where system folders are looked up, in order (the first folder of a name wins)."""
+        return self.systems or (self.home / "systems",)
 
     @property
     def cases_dir(self) -> Path:

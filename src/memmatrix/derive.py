@@ -22,6 +22,8 @@ def model_cost(records: list[dict], mode: str) -> dict:
              "unmatched": 0, "errors": 0}
     unmatched: dict[str, int] = defaultdict(int)
     for r in records:
+        if r.get("kind") == "models":  # a look-up of what the gateway serves: no model was called
+            continue
         bucket = per[(r.get("context") or {}).get("call") or "setup"]
         if r.get("error"):
             total["errors"] += 1

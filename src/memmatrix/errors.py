@@ -21,6 +21,10 @@ class SystemSpecError(MemmatrixError):
     """A systems/<name>/system.yaml does not fit schemas/system.schema.json."""
 
 
+class OracleModuleError(MemmatrixError):
+    """A system's oracle module (system.yaml ``oracle``) is missing, does not load or defines no dialects."""
+
+
 class AdapterError(MemmatrixError):
     """The adapter file, class or process cannot be used."""
 

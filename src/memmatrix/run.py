@@ -93,7 +93,7 @@ def execute(req: RunRequest, config: Config) -> Path:
     """Run every case, score from the transcript, write the artifacts. Returns the run directory."""
     transcript = Transcript()
     started, t0 = now_utc(), time.monotonic()
-    local = None if req.runtime == "compose" else LocalGateway(req.gateway, [req.cases.data])
+    local = None if req.runtime == "compose" else LocalGateway(req.gateway, [req.cases.data], req.spec.oracle)
     settings = RunSettings(settle_timeout_s=config.settle_timeout_s)
     limits = {"call_timeout_s": config.call_timeout_s, "settle_timeout_s": config.settle_timeout_s,
               "poll_interval_s": settings.poll_interval_s}
@@ -102,7 +102,7 @@ def execute(req: RunRequest, config: Config) -> Path:
         if local is not None:
             runtime_config["model"] = {"base_url": local.adapter_url, "api_key": ADAPTER_KEY, **local.models()}
         with start_runtime(req.runtime, req.spec, config, runtime_config,
-                           gateway=(req.gateway, [req.cases.data])) as runtime:
+                           gateway=(req.gateway, [req.cases.data], req.spec.oracle)) as runtime:
             gw = local or runtime.gateway
             model = gw.state()["identity"]
             judge = Judge(gw.url, model["id"]) if req.uses_judge else None

@@ -13,6 +13,7 @@ from .adapterkit import AdapterLoadError, split_spec
 from .canon import sha256_file
 from .config import Config
 from .errors import SystemNotFound, SystemSpecError
+from .model.dialectsource import DialectSource, load_dialects, read_dialect_source
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class SystemSpec:
     meta: dict = field(default_factory=dict)   # the parsed system.yaml
     lock: Path | None = None
     python: str | None = None  # interpreter for an ad-hoc adapter (--python)
+    oracle: DialectSource | None = None  # the system's own oracle dialects (system.yaml ``oracle``), checked
 
     @property
     def version_meta(self) -> dict:
@@ -43,8 +45,22 @@ class SystemSpec:
 
 
 def known_systems(config: Config) -> list[str]:
-    root = config.systems_dir
-    return sorted(p.name for p in root.iterdir() if (p / "system.yaml").is_file()) if root.is_dir() else []
+    """The system folders (those holding a system.yaml) of every root in MEMMATRIX_SYSTEMS, by name."""
+    return sorted({p.name for root in config.systems_roots if root.is_dir() for p in root.iterdir()
+                   if (p / "system.yaml").is_file()})
+
+
+def system_folder(config: Config, name: str) -> Path | None:
+    """The folder of system ``name``: the first root in MEMMATRIX_SYSTEMS that holds one."""
+    return next((root / name for root in config.systems_roots if (root / name / "system.yaml").is_file()), None)
+
+
+def shown(folder: Path, config: Config) -> str:
+    """How messages name a system folder: relative to the checkout when inside it."""
+    try:
+        return folder.resolve().relative_to(config.home.resolve()).as_posix()
+    except ValueError:
+        return str(folder)
 
 
 def load_system_yaml(folder: Path, config: Config) -> dict:
@@ -88,8 +104,8 @@ def resolve_system(text: str, config: Config, python: str | None = None) -> Syst
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
         raise SystemNotFound(f"--system {text!r} is neither a system name (a folder under systems/: lowercase letters, "
                              "digits, - and _) nor path/to/adapter.py:ClassName")
-    folder = config.systems_dir / name
-    if not (folder / "system.yaml").is_file():
+    folder = system_folder(config, name)
+    if folder is None:
         known = known_systems(config)
         raise SystemNotFound(f"unknown system {name!r}; known systems: {', '.join(known) or 'none'} "
                              f"(or pass path/to/adapter.py:ClassName)")
@@ -99,5 +115,9 @@ def resolve_system(text: str, config: Config, python: str | None = None) -> Syst
         raise SystemNotFound(f"system {name!r} pins no version {version!r}; pinned: {', '.join(meta['versions'])}")
     file, _, cls = meta["adapter"].rpartition(":")
     lock = meta["versions"][version].get("lock")
+    oracle = None
+    if meta.get("oracle"):  # checked here, before any run starts: a broken module is the user's to fix
+        oracle = read_dialect_source(name, folder, meta["oracle"], shown(folder, config))
+        load_dialects(oracle)
     return SystemSpec(name=name, version=version, adapter=f"{(folder / file).resolve()}:{cls}", folder=folder,
-                      meta=meta, lock=(folder / lock) if lock else None)
+                      meta=meta, lock=(folder / lock) if lock else None, oracle=oracle)

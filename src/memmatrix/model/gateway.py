@@ -4,7 +4,7 @@ Modes: ``oracle`` answers from the case files' gold facts (offline, deterministi
 forwards to a real upstream with the model, temperature, seed and answer length pinned, and
 ``replay`` answers from a recorded model transcript. Every call is recorded.
 
-    with Gateway(GatewaySettings(), [case_file_dict]) as gw:
+    with Gateway(GatewaySettings(), [case_file_dict], dialects) as gw:   # dialects: the system's DialectSource
         openai_base_url = gw.url          # http://127.0.0.1:PORT/v1
 """
 
@@ -18,11 +18,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import requests
 
 from ..canon import sha256_json
+from ..errors import OracleModuleError
 from .dialects.common import Reply, approx_tokens, chat_completion, response_object
+from .dialectsource import DialectSource, load_dialects
 from .embed import encode_base64, make_embedder
 from .gold import GoldIndex
 from .oracle import Oracle
 from .record import ModelRecorder
+from .serving import (TOKEN_RENDERING, BadRequest, EventStream, completion_events, embedding_inputs, include_usage,
+                      models_answer, unstreamed)
 from .settings import GatewaySettings
 from .upstream import Replay, ReplayMiss, UpstreamError, forward, normalize_request
 
@@ -36,20 +40,17 @@ def adapter_models(settings: GatewaySettings) -> dict:
     return {"chat_model": CHAT_MODEL, "embedding_model": EMBED_MODEL, "embedding_dims": dims}
 
 
-class BadRequest(Exception):
-    pass
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    request_queue_size = 256  # systems call concurrently (graphiti gathers up to 20 at once)
+    request_queue_size = 256  # systems call concurrently (some gather 20 requests at once)
 
 
 class Gateway:
-    def __init__(self, settings: GatewaySettings, case_files: list[dict], host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, settings: GatewaySettings, case_files: list[dict], dialects: DialectSource | None = None,
+                 host: str = "127.0.0.1", port: int = 0):
         self.settings = settings
         self.host, self.port = host, port
-        self.oracle = Oracle(GoldIndex(case_files, settings.ablation))
+        self.configure(case_files, dialects)
         self.embedder = make_embedder(settings.embedder, settings.embed_dims)
         self.recorder = ModelRecorder(settings.mode)
         self.replay = Replay(settings.replay) if settings.mode == "replay" else None
@@ -93,16 +94,30 @@ class Gateway:
     def models(self) -> dict:
         return adapter_models(self.settings)
 
+    def configure(self, case_files: list[dict], dialects: DialectSource | None) -> None:
+        """The gold the oracle answers from, and the run's system's dialects (oracle mode only: in proxy mode
+        this process holds the upstream key, and no module sent over the wire may run beside it)."""
+        if dialects is not None and self.settings.mode != "oracle":
+            raise OracleModuleError(f"the gateway runs a system's oracle module only in oracle mode (this one is in "
+                                    f"{self.settings.mode} mode); send no dialects")
+        self.oracle = Oracle(GoldIndex(case_files, self.settings.ablation),
+                             load_dialects(dialects) if dialects is not None else ())
+
     def state(self) -> dict:
         """Everything a run needs from the gateway when it ends."""
         return {"transcript": self.recorder.text(), "cost": self.recorder.cost(), "latency": self.recorder.latency(),
                 "identity": self.identity(), "upstream": dict(self.upstream), "inflight": self.inflight}
 
     # ------------------------------------------------------------------ requests
-    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict]:
-        if method == "GET" and path in ("/v1/models", "/models"):
-            return 200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "memmatrix"}
-                                                    for m in (CHAT_MODEL, EMBED_MODEL)]}
+    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict | EventStream]:
+        if method == "GET" and (path.startswith("/v1/models") or path.startswith("/models")):
+            t0 = time.perf_counter()
+            status, answer = models_answer(path, (CHAT_MODEL, EMBED_MODEL))
+            model = path.split("/models", 1)[1].lstrip("/") or None
+            self.recorder.add({"endpoint": "/v1/models" + (f"/{model}" if model else ""), "kind": "models",
+                               "request": {"method": "GET", "model": model}, "status": status,
+                               **({"response": answer} if status == 200 else {})}, (time.perf_counter() - t0) * 1000)
+            return status, answer
         if method == "GET" and path == "/health":
             return 200, {"ok": True, "mode": self.settings.mode}
         if method == "GET" and path == "/_memmatrix/state":
@@ -119,7 +134,11 @@ class Gateway:
         if path == "/_memmatrix/gold":  # a gateway running as a service gets the run's case files over the wire
             if not isinstance(body, dict) or not isinstance(body.get("case_files"), list):
                 return 400, _error("'case_files' must be a list of case files", "invalid_request_error")
-            self.oracle = Oracle(GoldIndex(body["case_files"], self.settings.ablation))
+            try:  # and the run's system's dialects, as the module's text
+                dialects = DialectSource.from_wire(body["dialects"]) if body.get("dialects") is not None else None
+                self.configure(body["case_files"], dialects)
+            except OracleModuleError as exc:
+                return 400, _error(str(exc), "invalid_request_error")
             return 200, {"ok": True}
         routes = {"/v1/chat/completions": ("chat", self._chat), "/v1/responses": ("chat", self._chat),
                   "/v1/embeddings": ("embedding", self._embeddings)}
@@ -155,6 +174,8 @@ class Gateway:
         if status == 200 and "response" not in record:
             record["response"] = response
         self.recorder.add(record, (time.perf_counter() - t0) * 1000)
+        if status == 200 and kind == "chat" and body.get("stream") is True:  # recorded whole, sent as chunks
+            return status, completion_events(response, include_usage(body))
         return status, response
 
     def _chat(self, path: str, body: dict) -> tuple[int, dict, dict]:
@@ -162,8 +183,9 @@ class Gateway:
             raise BadRequest("'messages' must be a non-empty list")
         if path.endswith("/responses") and not body.get("input"):
             raise BadRequest("'input' is required")
-        if body.get("stream"):
-            raise BadRequest("streaming is not supported by the memmatrix gateway; send stream=false")
+        if body.get("stream") and path.endswith("/responses"):
+            raise BadRequest("the memmatrix gateway streams /v1/chat/completions only; send stream=false to "
+                             "/v1/responses")
         if self.settings.mode != "oracle":
             response = self._elsewhere(path, body)
             usage = response.get("usage") or {}
@@ -179,11 +201,8 @@ class Gateway:
                                          "out": usage.get("completion_tokens", usage.get("output_tokens"))}}
 
     def _embeddings(self, path: str, body: dict) -> tuple[int, dict, dict]:
-        inputs = body.get("input")
-        inputs = [inputs] if isinstance(inputs, str) else inputs
-        if not (isinstance(inputs, list) and inputs and all(isinstance(x, str) for x in inputs)):
-            raise BadRequest("'input' must be a string or a non-empty list of strings")
-        if self.settings.mode != "oracle":
+        inputs, rendered = embedding_inputs(body.get("input"))
+        if self.settings.mode != "oracle":  # a real upstream takes token ids as they are
             response = self._elsewhere(path, body)
             return 200, response, {"usage": {"inputs": len(inputs)},
                                    **self._provenance(self.settings.upstream_embedding_model)}
@@ -196,13 +215,13 @@ class Gateway:
             vec = self.embedder(text, dims)
             width = len(vec)
             data.append({"object": "embedding", "index": i, "embedding": encode_base64(vec) if b64 else vec})
-        tokens = sum(approx_tokens(t) for t in inputs)
+        tokens = sum(len(t.split()) if rendered else approx_tokens(t) for t in inputs)
         response = {"object": "list", "data": data, "model": body.get("model", EMBED_MODEL),
                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
         # oracle vectors are re-derivable from the input: record their digest, not 1536 floats each
         return 200, response, {"usage": {"inputs": len(inputs)}, "response_sha256": sha256_json(response),
-                               "response": {"digest_only": True, "inputs": len(inputs),
-                                            "dims": width}}
+                               "response": {"digest_only": True, "inputs": len(inputs), "dims": width},
+                               **({"input_rendering": TOKEN_RENDERING} if rendered else {})}
 
     def _provenance(self, model: str | None) -> dict:
         """Who answered a non-oracle call: the pinned upstream model, or the recording."""
@@ -213,7 +232,7 @@ class Gateway:
     def _elsewhere(self, path: str, body: dict) -> dict:
         if self.settings.mode == "replay":
             return self.replay.answer(path, body)
-        response = forward(path, body, self.settings, self.session)
+        response = forward(path, unstreamed(body), self.settings, self.session)
         self.upstream["ok"] += 1
         return response
 
@@ -233,9 +252,10 @@ def _handler(gateway: Gateway):
         def _serve(self, method: str) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else b""
             status, body = gateway.handle(method, self.path.split("?", 1)[0], raw)
-            data = json.dumps(body).encode()
+            stream = isinstance(body, EventStream)
+            data = body.data if stream else json.dumps(body).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

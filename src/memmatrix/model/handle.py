@@ -6,6 +6,7 @@ import requests
 
 from ..errors import RuntimeFailure
 
+from .dialectsource import DialectSource
 from .gateway import Gateway, adapter_models
 from .settings import GatewaySettings
 
@@ -15,8 +16,8 @@ ADAPTER_KEY = "sk-memmatrix-gateway"  # adapters never see a real key: the gatew
 class LocalGateway:
     """A gateway thread in the harness process, on loopback."""
 
-    def __init__(self, settings: GatewaySettings, case_files: list[dict]):
-        self.gateway = Gateway(settings, case_files).start()
+    def __init__(self, settings: GatewaySettings, case_files: list[dict], dialects: DialectSource | None = None):
+        self.gateway = Gateway(settings, case_files, dialects).start()
         self.url = self.gateway.url                    # for the harness (judge)
         self.adapter_url = self.gateway.url            # for adapters
         self.settings = settings
@@ -37,11 +38,17 @@ class LocalGateway:
 class RemoteGateway:
     """The gateway compose service: the harness reaches it on its published loopback port."""
 
-    def __init__(self, url: str, adapter_url: str, settings: GatewaySettings, case_files: list[dict]):
+    def __init__(self, url: str, adapter_url: str, settings: GatewaySettings, case_files: list[dict],
+                 dialects: DialectSource | None = None):
         self.url, self.adapter_url, self.settings = url.rstrip("/"), adapter_url, settings
         self.root = self.url.rsplit("/v1", 1)[0]
         self.session = requests.Session()
-        r = self.session.post(f"{self.root}/_memmatrix/gold", json={"case_files": case_files}, timeout=60)
+        # the system's dialects travel as the module's text: the gateway image holds the core only
+        sent = dialects.wire() if dialects is not None and settings.mode == "oracle" else None
+        r = self.session.post(f"{self.root}/_memmatrix/gold", json={"case_files": case_files, "dialects": sent},
+                              timeout=60)
+        if r.status_code == 400:
+            raise RuntimeFailure(f"the gateway service refused the run's setup: {_message(r)}")
         r.raise_for_status()
 
     def _gone(self, exc: Exception) -> RuntimeFailure:
@@ -67,3 +74,10 @@ class RemoteGateway:
 
     def close(self) -> None:
         self.session.close()
+
+
+def _message(r: requests.Response) -> str:
+    try:
+        return r.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return r.text[:300]

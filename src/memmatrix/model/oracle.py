@@ -4,22 +4,22 @@ It measures a system's plumbing given a perfect extractor, an upper bound like o
 retrieval in evaluation practice, and every result stamped with it says so. A prompt no
 dialect recognises, or whose text matches no gold write, gets a well-formed empty answer
 and is counted (``matched`` false in the model transcript, ``unmatched`` in the cost).
+
+Dialects are tried in order and the first that matches answers: memmatrix's own (the judge,
+then the extractor), then the run's system's (its ``oracle.py``, see ``dialectsource``), then
+the empty answer.
 """
 
 from __future__ import annotations
 
-from .dialects import graphiti, letta, mem0, memmatrix
+from .dialects import memmatrix
 from .dialects.common import Reply, schema_name, tool_names
 from .gold import GoldIndex
 
 ORACLE_VERSION = "1.1.0"
 
-DIALECTS = (
-    memmatrix.Judge, memmatrix.Extract,
-    mem0.AdditiveExtract, mem0.FactExtract, mem0.UpdateDecision, mem0.GraphTools,
-    graphiti.Rerank, graphiti.Structured,
-    letta.AgentStep,
-)
+#: memmatrix's own dialects, tried before any system's.
+GENERIC = (memmatrix.Judge, memmatrix.Extract)
 
 
 def empty_answer(request: dict) -> Reply:
@@ -33,11 +33,12 @@ def empty_answer(request: dict) -> Reply:
 class Oracle:
     version = ORACLE_VERSION
 
-    def __init__(self, gold: GoldIndex):
+    def __init__(self, gold: GoldIndex, dialects: tuple = ()):
         self.gold = gold
+        self.dialects = (*GENERIC, *dialects)
 
     def chat(self, request: dict) -> Reply:
-        for dialect in DIALECTS:
+        for dialect in self.dialects:
             if dialect.match(request):
                 return dialect.answer(request, self.gold)
         return empty_answer(request)

@@ -1,6 +1,6 @@
 """The model transcript: every model call of a run, with usage per adapter operation.
 
-Systems call the model concurrently (mem0 and Graphiti do), so arrival order is not
+Systems call the model concurrently (many gather their calls), so arrival order is not
 reproducible. The transcript is therefore ordered by adapter operation (the context the
 harness announces before each call) and, within one operation, by the hash of the
 request: the same set of calls gives the same bytes. Latency is kept apart, unhashed.

@@ -14,7 +14,7 @@ from .settings import GatewaySettings
 
 
 def normalize_request(body: dict) -> dict:
-    """Wall-clock times in a prompt (mem0 writes today's date, and its memories' stamps) become ~wallclock,
+    """Wall-clock times in a prompt (a system may write today's date, or its memories' stamps) become ~wallclock,
     a bare wall-clock date ~today, so runs on different days record equal requests."""
     from ..transcript import _DATETIME, wall_dates as window
     text = canonical(body)

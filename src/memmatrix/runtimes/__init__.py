@@ -33,7 +33,7 @@ def start_runtime(kind: str, spec: SystemSpec, config: Config, runtime_config: d
     if spec.folder is not None and kind not in spec.runtimes:
         raise ConfigError(f"system {spec.name!r} does not offer the {kind!r} runtime; it offers {spec.runtimes}")
     runtime = cls(spec, config, runtime_config or {})
-    runtime.gateway_spec = gateway  # (settings, case files): a runtime that hosts its own gateway uses it
+    runtime.gateway_spec = gateway  # (settings, case files, dialects): a runtime that hosts its own gateway uses it
     try:
         runtime.start()
         yield runtime

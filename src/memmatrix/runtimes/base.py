@@ -20,7 +20,7 @@ class Runtime:
         self.runtime_config = dict(runtime_config)
         self.endpoint: Endpoint | None = None
         self.gateway = None        # set by runtimes that host the model gateway themselves (compose)
-        self.gateway_spec = None   # (GatewaySettings, case files) handed over by start_runtime
+        self.gateway_spec = None   # (GatewaySettings, case files, system dialects) handed over by start_runtime
         self._scratch: Path | None = None
 
     def scratch(self) -> Path:

@@ -199,11 +199,13 @@ class ComposeRuntime(Runtime):
         self.compose = ProjectCompose(context=str(self.spec.folder), compose_file_name="compose.yaml", build=True,
                                       wait=True, project=project, env=env)
         self._up()
-        settings, case_files = self.gateway_spec
+        settings, case_files, dialects = self.gateway_spec
         gport = self.compose.get_service_port(GATEWAY, 8790)
         try:
             self.gateway = RemoteGateway(f"http://127.0.0.1:{gport}/v1", f"http://{GATEWAY}:8790/v1", settings,
-                                         case_files)
+                                         case_files, dialects)
+        except RuntimeFailure as exc:
+            raise RuntimeFailure(f"{exc}\n{self._logs(GATEWAY)}") from None
         except Exception as exc:
             raise RuntimeFailure(f"the gateway service answers on 127.0.0.1:{gport} but refused the case files "
                                  f"({exc}).\n{self._logs(GATEWAY)}") from None
@@ -249,7 +251,7 @@ class ComposeRuntime(Runtime):
         where = f"docker compose for {self.spec.name!r} (project {self.compose.project})"
         if re.search(r"port is already allocated|address already in use", err):
             return f"{where}: a published port clashes with one already in use; free it or publish another.\n{_tail(err)}"
-        if re.search(r"pull access denied|failed to resolve reference|manifest unknown|error pulling|"
+        if re.search(r"pull access denied|failed to resolve|manifest unknown|error pulling|"
                      r"dial tcp|no such host|TLS handshake timeout", err):
             hints = [f"{i['variable']}={i['local']}" for i in self.spec.meta.get("compose", {}).get("images", [])]
             hint = f" without a registry, set {' '.join(hints)} to build it locally," if hints else ""

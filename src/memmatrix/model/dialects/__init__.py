@@ -1,5 +1,8 @@
-"""Request dialects the oracle answers: one module per family of prompts.
+"""Request dialects the oracle answers: one class per family of prompts.
 
-Each dialect module exposes ``match(request) -> bool`` and ``answer(request, gold) -> Reply``.
-They are tried in order (``oracle.DIALECTS``); the first that matches answers.
+A dialect has ``match(request) -> bool`` and ``answer(request, gold) -> Reply``. The core keeps
+memmatrix's own (``memmatrix.py``: the judge and the extractor) and what every dialect needs
+(``common.py``, the API for dialect authors); each system's live in its folder
+(``systems/<name>/oracle.py``, named by ``oracle`` in its ``system.yaml``). They are tried in
+order (``oracle.Oracle``); the first that matches answers.
 """

@@ -1,4 +1,15 @@
-"""What every dialect needs: reading a request, and the OpenAI-shaped envelopes of an answer."""
+"""What every dialect needs: reading a request, the gold facts, and the OpenAI-shaped envelopes of an answer.
+
+This module is the public API for dialect authors. A system's ``oracle.py`` (named by the ``oracle``
+key of its ``system.yaml``) runs inside the gateway, in memmatrix's environment, and imports from here
+only (plus the standard library):
+
+- reading a request: ``messages_of``, ``message_text``, ``all_text``, ``schema_name``, ``tool_names``;
+- the gold facts: ``GoldIndex`` (``facts_in(text)``, ``writes_in(text)`` ...), ``norm`` (how prompts quote
+  text), ``contains`` (whole-token, case-folded matching, as memmatrix scores);
+- answering: ``Reply`` (``Reply.json``, ``Reply.tools``, or text ``content``), ``HashEmbedder`` for a
+  deterministic vector inside an answer (a reranker's scores).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +17,13 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from ...tokens import contains
+from ..embed import HashEmbedder
+from ..gold import GoldIndex, norm
+
+__all__ = ["GoldIndex", "HashEmbedder", "Reply", "all_text", "approx_tokens", "contains", "message_text",
+           "messages_of", "norm", "schema_name", "tool_names"]
 
 _WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 

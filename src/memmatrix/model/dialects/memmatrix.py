@@ -1,4 +1,4 @@
-"""memmatrix's own dialects: structured fact extraction (used by the reference system) and the
+"""memmatrix's own dialects: structured fact extraction (for systems that extract with memmatrix's own prompt) and the
 prompt-hygiene judge (used by the contradiction protocol's columns B, E and U).
 
 The judge here is the oracle's: deterministic rules, standard library only. A real model

@@ -1,0 +1,311 @@
+"""Graphiti's structured-output calls (0.31.x), dispatched by response schema name, and its reranker.
+
+Information sits in tags of the user message (`<CURRENT MESSAGE>`, `<ENTITIES>`, `<NEW FACT>` ...);
+some blocks are JSON, some Python reprs. The oracle answers from the gold facts of the episode:
+an entity per subject and value, an edge per fact (dated at the reference time, so a contradiction
+can invalidate), and contradictions exactly where a gold fact supersedes or retracts a value.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from datetime import datetime, timezone
+
+from memmatrix.model.dialects.common import (GoldIndex, HashEmbedder, Reply, contains, message_text,
+                                               messages_of, norm, schema_name)
+
+_EMBED = HashEmbedder(256)
+
+
+def user_text(request: dict) -> str:
+    return "\n".join(message_text(m) for m in messages_of(request) if m.get("role") == "user")
+
+
+def tag(text: str, name: str) -> str | None:
+    """The first ``<NAME>...</NAME>`` block outside <EXAMPLE> sections, stripped."""
+    clean = re.sub(r"<EXAMPLE>.*?</EXAMPLE>", "", text, flags=re.S)
+    m = re.search(rf"<{re.escape(name)}>\s*(.*?)\s*</{re.escape(name)}>", clean, re.S)
+    return m.group(1) if m else None
+
+
+def literal(block: str | None):
+    if block is None:
+        return None
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            return parse(block)
+        except (ValueError, SyntaxError):
+            continue
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]  # "<json>\n<json string>" blocks
+    out = []
+    for ln in lines:
+        try:
+            out.append(json.loads(ln))
+        except ValueError:
+            out.append(ln)
+    return out
+
+
+def iso(text: str | None) -> str | None:
+    """Graphiti's reference time ('2024-06-01 00:00:00+00:00  # comment') as ISO 8601 with Z."""
+    if not text:
+        return None
+    raw = text.split("#", 1)[0].strip().replace(" ", "T", 1)
+    try:
+        t = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    t = t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def relation(attribute: str) -> str:
+    return re.sub(r"[^A-Z0-9]+", "_", attribute.upper()).strip("_") or "RELATES_TO"
+
+
+def episode_text(text: str) -> str:
+    """The episode being ingested (never the previous ones, which are context)."""
+    names = ("CURRENT MESSAGE", "CURRENT_MESSAGE", "CURRENT MESSAGES", "TEXT", "JSON")
+    return " ".join(str(x) for x in (tag(text, n) for n in names) if x)
+
+
+def _entities(text: str, gold: GoldIndex) -> tuple[list[dict], bool]:
+    facts = gold.facts_in(episode_text(text))
+    names: list[str] = []
+    for f in facts:
+        for n in (f["subject"], f["value"]):
+            if n not in names:
+                names.append(n)
+    return [{"name": n, "entity_type_id": 0} for n in names], bool(facts)
+
+
+def _edges(text: str, gold: GoldIndex) -> tuple[list[dict], bool]:
+    facts = gold.facts_in(episode_text(text))
+    when = iso(tag(text, "REFERENCE_TIME") or tag(text, "REFERENCE TIME"))
+    edges = []
+    for f in facts:
+        rel = relation(f["attribute"])
+        edges.append({"source_entity_name": f["subject"], "target_entity_name": f["value"],
+                      "relation_type": f"NO_LONGER_{rel}" if f["intent"] == "retract" else rel,
+                      "fact": f["statement"], "valid_at": None if gold.ablation == "undated" else f.get("valid_from") or when,
+                      "invalid_at": None if gold.ablation == "undated" else f.get("valid_to")})
+    return edges, bool(facts)
+
+
+def _dedupe(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    new = (tag(text, "NEW FACT") or "").strip()
+    existing = literal(tag(text, "EXISTING FACTS")) or []
+    candidates = literal(tag(text, "FACT INVALIDATION CANDIDATES")) or []
+    fact = gold.fact_for_statement(new)
+    dup = [e["idx"] for e in existing if isinstance(e, dict) and norm(str(e.get("fact", ""))) == norm(new)]
+    gone = None
+    if fact and fact["intent"] == "supersede":
+        gone = fact.get("replaces")
+    elif fact and fact["intent"] == "retract":
+        gone = fact["value"]
+    contradicted = [e["idx"] for e in [*existing, *candidates] if gone and isinstance(e, dict)
+                    and contains(str(e.get("fact", "")), gone) and norm(str(e.get("fact", ""))) != norm(new)]
+    return {"duplicate_facts": dup, "contradicted_facts": contradicted}, fact is not None
+
+
+def _dates(statement: str, reference: str | None, gold: GoldIndex) -> tuple[dict, bool]:
+    """valid_at / invalid_at of one fact: its gold bounds, else the reference time (the prompts' rule for a
+    fact stated in the present tense). Matched only when the fact is a gold statement."""
+    fact = gold.fact_for_statement(statement.strip())
+    if gold.ablation == "undated":  # an extractor that resolves no dates: nothing can be invalidated
+        return {"valid_at": None, "invalid_at": None}, bool(fact)
+    return {"valid_at": (fact or {}).get("valid_from") or iso(reference),
+            "invalid_at": (fact or {}).get("valid_to")}, bool(fact)
+
+
+def _timestamps(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    return _dates(tag(text, "FACT") or "", tag(text, "REFERENCE TIME") or tag(text, "REFERENCE_TIME"), gold)
+
+
+def _batch_timestamps(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    """BatchEdgeTimestamps (add_episode_bulk, after CombinedExtraction, whose facts carry no dates):
+    ``<FACTS>`` is a JSON list of {fact, reference_time}; one entry per fact, in order. A reference
+    time of 'unknown' (an episode without valid_at) resolves to no date."""
+    facts = literal(tag(text, "FACTS"))
+    if not isinstance(facts, list) or not facts:
+        return {"timestamps": []}, False
+    out, ok = [], True
+    for f in facts:
+        f = f if isinstance(f, dict) else {}
+        dates, hit = _dates(str(f.get("fact") or ""), str(f.get("reference_time") or ""), gold)
+        out.append(dates)
+        ok = ok and hit
+    return {"timestamps": out}, ok
+
+
+def _about(fact: dict, name: str) -> bool:
+    """Whether an entity summary of ``name`` carries ``fact``: the entity is its subject or value, is
+    named in it, or owns its subject ("user" for a fact about "user's bike lock": the prompt asks for
+    every object linked to the entity)."""
+    subject = fact["subject"].casefold()
+    return (contains(fact["statement"], name) or name in (fact["subject"], fact["value"])
+            or subject.startswith(f"{name.casefold()}'s "))
+
+
+def _summaries(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    episodes = " ".join(str(x) for x in (literal(tag(text, "EPISODES")) or []))
+    facts = gold.facts_in(episodes)
+    out = []
+    for ent in literal(tag(text, "ENTITIES")) or []:
+        name = ent.get("name", "") if isinstance(ent, dict) else str(ent)
+        said = [f["statement"] for f in facts if _about(f, name)]
+        out.append({"name": name, "summary": " ".join(dict.fromkeys(said))})
+    return {"summaries": out}, bool(facts)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text or "") if s.strip()]
+
+
+def _key(sentence: str) -> str:
+    return norm(sentence).rstrip(".!?").strip()
+
+
+def _merge(parts: list[str]) -> str:
+    """summarize_pair: one summary holding every statement of both, each once. A sentence another one
+    contains whole ("X works at Y." beside "X works at Y in Z.") adds nothing and goes. Nothing is
+    qualified or dropped for being old: the two summaries carry no dates to tell which value is current."""
+    found = list(dict.fromkeys(s for p in parts for s in sentences(p)))
+    keys = [_key(s) for s in found]
+    keep = []
+    for i, (s, k) in enumerate(zip(found, keys)):
+        if any(j != i and k != o and re.search(rf"(?<!\w){re.escape(k)}(?!\w)", o) for j, o in enumerate(keys)):
+            continue
+        if k in (_key(x) for x in keep):
+            continue
+        keep.append(s)
+    return " ".join(s if s[-1] in ".!?\"'" else f"{s}." for s in keep)  # newline-separated facts get their stop
+
+
+_NAME = re.compile(r"\b[A-Z][\w'-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w'-]*)*")
+
+
+def _describe(summary: str, gold: GoldIndex) -> tuple[str, bool]:
+    """summary_description: one sentence on what kind of information the summary holds. For a sentence
+    that is a gold statement: its subject and attribute; otherwise the proper names it mentions."""
+    topics: dict[str, list[str]] = {}
+    ok = bool(sentences(summary))
+    for s in sentences(summary):
+        fact = gold.fact_for_statement(s)
+        if fact:
+            topics.setdefault(fact["subject"], [])
+            if fact["attribute"] not in topics[fact["subject"]]:
+                topics[fact["subject"]].append(fact["attribute"])
+            continue
+        names = [n for n in _NAME.findall(s) if n not in ("I", "The", "A", "An", "My")]
+        for n in names:
+            topics.setdefault(n, [])
+        ok = ok and bool(names)
+    if not topics:
+        return "", ok
+    about = "; ".join(f"{who} ({', '.join(what)})" if what else who for who, what in topics.items())
+    return f"Facts about {about}.", ok
+
+
+#: schemas answered whole from the user text and the gold: (answer, whether gold matched)
+_ANSWER_BY_SCHEMA = {"EdgeDuplicate": _dedupe, "EdgeTimestamps": _timestamps, "BatchEdgeTimestamps": _batch_timestamps,
+                     "SummarizedEntities": _summaries}
+
+
+def _from_schema(request: dict) -> dict:
+    """A custom attribute model the oracle knows nothing about: every field null (or empty)."""
+    rf = request.get("response_format") or {}
+    schema = (rf.get("json_schema") or {}).get("schema") or ((request.get("text") or {}).get("format") or {}).get("schema") or {}
+    empty = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
+    out = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        kinds = [p.get("type") for p in prop.get("anyOf", [prop])]
+        out[name] = None if "null" in kinds or name not in schema.get("required", []) else empty.get(kinds[0], None)
+    return out
+
+
+class Structured:
+    name = "graphiti-structured"
+    KNOWN = ("ExtractedEntities", "NodeResolutions", "ExtractedEdges", "EdgeDuplicate", "EdgeTimestamps",
+             "BatchEdgeTimestamps", "SummarizedEntities", "Summary", "SummaryDescription", "CombinedExtraction")
+
+    @staticmethod
+    def match(request: dict) -> bool:
+        return schema_name(request) is not None
+
+    @staticmethod
+    def answer(request: dict, gold: GoldIndex) -> Reply:
+        kind, text = schema_name(request), user_text(request)
+        name = f"graphiti-{kind}"
+        if kind == "ExtractedEntities":
+            ents, ok = _entities(text, gold)
+            return Reply.json(name, ok, {"extracted_entities": ents})
+        if kind == "CombinedExtraction":  # add_episode_bulk: entities and facts in one call, no dates
+            ents, ok = _entities(text, gold)
+            edges, _ = _edges(text, gold)
+            facts = [{k: e[k] for k in ("source_entity_name", "target_entity_name", "relation_type", "fact")}
+                     | {"episode_indices": [0]} for e in edges]
+            return Reply.json(name, ok, {"extracted_entities": ents, "edges": facts})
+        if kind == "NodeResolutions":
+            existing = literal(tag(text, "EXISTING ENTITIES")) or []
+            res = []
+            for ent in literal(tag(text, "ENTITIES")) or []:
+                match = next((c["candidate_id"] for c in existing if norm(c.get("name", "")) == norm(ent["name"])), -1)
+                res.append({"id": ent["id"], "name": ent["name"], "duplicate_candidate_id": match})
+            return Reply.json(name, True, {"entity_resolutions": res})
+        if kind == "ExtractedEdges":
+            edges, ok = _edges(text, gold)
+            return Reply.json(name, ok, {"edges": edges})
+        if kind in _ANSWER_BY_SCHEMA:
+            obj, ok = _ANSWER_BY_SCHEMA[kind](text, gold)
+            return Reply.json(name, ok, obj)
+        if kind == "Summary":
+            # a text task on the two summaries in the prompt, gold or not: the merge is the careful answer,
+            # and two empty summaries merge into an empty one (nothing to state is the correct answer)
+            parts = literal(text.rsplit("Summaries:", 1)[-1].strip()) if "Summaries:" in text else None
+            if not isinstance(parts, list):
+                return Reply.json(name, False, {"summary": ""})
+            merged = _merge([str(p.get("summary") or "") for p in parts if isinstance(p, dict)])
+            return Reply.json(name, True, {"summary": merged})
+        if kind == "SummaryDescription":
+            raw = text.rsplit("Summary:", 1)[-1].strip() if "Summary:" in text else ""
+            try:
+                summary = json.loads(raw)
+            except ValueError:
+                summary = raw
+            description, ok = _describe(str(summary), gold)
+            return Reply.json(name, ok, {"description": description})
+        return Reply.json(f"graphiti-attributes-{kind}", False, _from_schema(request))
+
+
+class Rerank:
+    """OpenAIRerankerClient: one call per passage, scored from logprobs of 'True'."""
+
+    name = "graphiti-rerank"
+
+    @staticmethod
+    def match(request: dict) -> bool:
+        return bool(request.get("logprobs")) and request.get("max_tokens") == 1
+
+    @staticmethod
+    def answer(request: dict, gold: GoldIndex) -> Reply:
+        text = user_text(request)
+        passage, query = (tag(text, "PASSAGE") or "").strip(), (tag(text, "QUERY") or "").strip()
+        p = sum(a * b for a, b in zip(_EMBED(passage), _EMBED(query)))
+        p = min(0.99, max(0.01, (p + 1) / 2))
+        reply = Reply(Rerank.name, True, content="True" if p >= 0.5 else "False")
+        reply.logprobs = {"content": [{"token": reply.content, "logprob": math.log(max(p, 1 - p)), "bytes": None,
+                                       "top_logprobs": [{"token": "True", "logprob": math.log(p), "bytes": None},
+                                                        {"token": "False", "logprob": math.log(1 - p), "bytes": None}]}]}
+        return reply
+
+
+#: What the gateway tries for a run of this system, in order, after memmatrix's own dialects
+#: (system.yaml: ``oracle: oracle.py:DIALECTS``).
+DIALECTS = (Rerank, Structured)
