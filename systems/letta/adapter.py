@@ -29,6 +29,20 @@ from server import NON_DEFAULT_ENV, LettaError, LettaServer
 FORGET_COVERAGE = 0.8
 EMBEDDING = "openai/text-embedding-3-small"
 TOOLS = ["archival_memory_insert", "archival_memory_search"]
+SEARCH_TOOLS = ("archival_memory_search", "conversation_search")  # what the agent can pull into its context
+
+
+def tool_texts(ret: str) -> list[str]:
+    """One item per result a search tool returned (its JSON as the agent reads it), else the return whole."""
+    try:
+        data = json.loads(ret)
+    except ValueError:
+        return [ret] if ret.strip() else []
+    if isinstance(data, dict):
+        data = next((v for v in data.values() if isinstance(v, list)), [data])
+    if not isinstance(data, list):
+        return [ret]
+    return [json.dumps(r, ensure_ascii=False) if not isinstance(r, str) else r for r in data]
 SUMMARIZE = {"mode": "all"}
 
 
@@ -115,8 +129,9 @@ class LettaAdapter:
             },
             "doors": [{"name": "context", "description": (
                 "what Letta puts in the agent's context for the query: its compiled core memory (GET "
-                "/agents/{id}/context, core_memory) and the archival_memory_search result (GET "
-                "/agents/{id}/archival-memory/search, the tool's own function, its default size)")}],
+                "/agents/{id}/context, core_memory) and what its search tools return for the query, "
+                "archival_memory_search and conversation_search (recall of the message history), each run "
+                "through POST /agents/{id}/tools/{name}/run at its defaults")}],
             "stores": [{"name": name, **meta} for name, meta in STORES.items()],
             "background_jobs": [{"name": "summarize", "description": "POST /agents/{id}/summarize for every agent"}],
             "qualifiers": [],
@@ -168,15 +183,25 @@ class LettaAdapter:
                  for b in self._blocks(agent) for line in (b.get("value") or "").splitlines() if line.strip()]
         return (ctx or {}).get("core_memory") or "", items
 
+    def _run_tool(self, agent: str, name: str, args: dict):
+        """A tool's return exactly as the agent gets it (POST /agents/{id}/tools/{name}/run, Letta's own API)."""
+        res = self._api("POST", f"/agents/{agent}/tools/{name}/run", {"args": args}) or {}
+        if res.get("status") != "success":
+            raise LettaError(f"{name} failed: {json.dumps(res.get('stderr') or res)[:300]}")
+        ret = res.get("func_return")
+        return ret if isinstance(ret, str) else json.dumps(ret, ensure_ascii=False)
+
     def door(self, query: str, scope: str, door: str, at: str) -> dict:
         agent = self._agent(scope, create=False)
         if agent is None:
             return {"text": "", "items": []}
         core, items = self._core(agent)
-        results = self._search(agent, query)
-        text = core + "\n\narchival_memory_search:\n" + json.dumps(results, ensure_ascii=False, indent=2)
-        items += [{"text": r.get("content", ""), "kind": "archival", "timestamp": r.get("timestamp")} for r in results]
-        return {"text": text, "items": items}
+        parts = [core]
+        for tool in SEARCH_TOOLS:
+            ret = self._run_tool(agent, tool, {"query": query})
+            parts.append(f"{tool}({json.dumps(query, ensure_ascii=False)}):\n{ret}")
+            items += [{"text": t, "kind": tool} for t in tool_texts(ret)]
+        return {"text": "\n\n".join(parts), "items": items}
 
     def recall(self, query: str, scope: str, k: int, at: str) -> dict:
         agent = self._agent(scope, create=False)
