@@ -59,6 +59,12 @@ def test_one_case_leaves_no_postgres_or_letta_server(tmp_path, monkeypatch):
     out = run(config, "letta", tmp_path / "out", runtime="embedded", protocol="deletion", cases=cases)
     result = json.loads((out / "result.json").read_text())
     assert [c["id"] for c in result["cases"]] == ["identifier-locker-code"]
+    assert result["cost"]["total"]["unmatched"] == 0, result["cost"]
+    cells = {x["step"]: x for x in result["cases"][0]["cells"]}
+    # the message history survives the forget and conversation_search, in the agent's reach, still finds it
+    assert cells["4"]["verdict"] == "FAIL" and "'QX-4471-TRV'" in cells["4"]["reason"], cells["4"]
+    assert "right after the forget by ['recall-messages']" in cells["9"]["reason"], cells["9"]
+    assert cells["2"]["verdict"] == "PASS" and cells["5"]["verdict"] == "PASS", (cells["2"], cells["5"])
     assert [n for n, _ in seen] == ["restart", "stop"], seen
     for _, procs in seen:
         assert any("postgres -D" in p for p in procs) and any("letta server" in p for p in procs), procs
