@@ -21,7 +21,7 @@ from memmatrix.protocols import get_protocol
 from memmatrix.run import RunRequest, execute
 from memmatrix.systems import resolve_system
 
-OPS = ("write", "door", "forget", "recall", "probe", "restart")
+OPS = ("init", "write", "door", "forget", "recall", "probe", "restart")  # init: the system started (server start)
 
 
 def measure(system: str, protocol: str, runtime: str, config: Config, out: Path) -> dict:
