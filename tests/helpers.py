@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from memmatrix.cases import default_case_file, load_cases
@@ -116,3 +117,21 @@ def system_source(name: str):
     """systems/<name>/oracle.py as the harness hands it to a gateway (a DialectSource)."""
     from memmatrix.model.dialectsource import read_dialect_source
     return read_dialect_source(name, SYSTEMS_ROOT / name, "oracle.py:DIALECTS", f"systems/{name}")
+
+
+def processes_under(root: Path) -> list[str]:
+    """Live processes (zombies excluded) whose command line or working directory is under ``root``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if str(root) in cmd or cwd.startswith(str(root)):
+            found.append(f"{proc.name}: {cmd} (cwd {cwd})")
+    return found

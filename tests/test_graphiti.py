@@ -5,14 +5,12 @@ enable with MEMMATRIX_TEST_ENABLE=heavy. The compose test also needs Docker.
 """
 
 import json
-import os
 import tempfile
-from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
-from helpers import newest_cases, row, run
+from helpers import newest_cases, processes_under, row, run
 from memmatrix.config import Config
 
 pytestmark = pytest.mark.heavy
@@ -99,24 +97,6 @@ def test_without_dates_nothing_is_invalidated(gconfig, tmp_path, subset):
     b = cells(out, "B")
     assert b["replacement-home-city"]["verdict"] == F and b["partial-job"]["verdict"] == F
     assert cells(out, "A")["bounded-stay"]["verdict"] == F  # no valid_to: the stay never ends
-
-
-def processes_under(root: Path) -> list[str]:
-    """Live processes (zombies excluded) whose command line or working directory is under ``root``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            cwd = os.readlink(proc / "cwd")
-        except OSError:
-            continue
-        if str(root) in cmd or cwd.startswith(str(root)):
-            found.append(f"{proc.name}: {cmd} (cwd {cwd})")
-    return found
 
 
 @pytest.mark.parametrize("protocol,ids,stuck", [

@@ -7,33 +7,14 @@ start per run): enable with MEMMATRIX_TEST_ENABLE=heavy.
 import json
 import os
 import tempfile
-from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
-from helpers import newest_cases, run
+from helpers import newest_cases, processes_under, run
 from memmatrix.config import Config
 
 pytestmark = pytest.mark.heavy
-
-
-def processes_under(root: Path) -> list[str]:
-    """Live processes (zombies excluded) whose command line or working directory is under ``root``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            cwd = os.readlink(proc / "cwd")
-        except OSError:
-            continue
-        if str(root) in cmd or cwd.startswith(str(root)):
-            found.append(f"{proc.name}: {cmd} (cwd {cwd})")
-    return found
 
 
 def test_one_case_leaves_no_postgres_or_letta_server(tmp_path, monkeypatch):
