@@ -16,5 +16,6 @@ trap 'rm -rf "$tmp"' EXIT
 "$tmp/venv/bin/pip" install -q --disable-pip-version-check pip-tools==7.6.2
 mkdir -p "$folder/locks"
 "$tmp/venv/bin/pip-compile" -q --generate-hashes --allow-unsafe --strip-extras --no-header \
+  --no-emit-index-url --no-emit-find-links --no-emit-trusted-host \
   --output-file "$out" "$in"
 echo "lock-system: wrote $out ($(grep -c '==' "$out") packages)"
