@@ -31,6 +31,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_ready(ready, proc: subprocess.Popen, what: str, log: Path, timeout_s: float, error: type,
+               interval: float = 0.2) -> None:
+    """Return once ``ready()`` holds; raise ``error`` naming ``what`` and its log if the process exits or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if proc.poll() is not None:
+            raise error(f"{what} exited with code {proc.returncode} before it was ready; see {log}")
+        if time.monotonic() > deadline:
+            raise error(f"{what} was not ready within {timeout_s:g} s; see {log}")
+        time.sleep(interval)
+
+
 class PostgresError(RuntimeError):
     pass
 
@@ -132,14 +144,7 @@ class Postgres:
         # path under a deep state folder passes the 107 bytes of sun_path
         self.proc = subprocess.Popen(self._as_user(cmd), env=self._env(), stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=subprocess.STDOUT, cwd=self.root)
-        deadline = time.monotonic() + timeout_s
-        while not self._accepts():
-            if self.proc.poll() is not None:
-                raise PostgresError(f"postgres exited with code {self.proc.returncode} before it accepted "
-                                    f"connections; see {self.root.parent / 'postgres.log'}")
-            if time.monotonic() > deadline:
-                raise PostgresError(f"postgres did not accept connections within {timeout_s:g} s")
-            time.sleep(0.2)
+        wait_ready(self._accepts, self.proc, "postgres", self.root.parent / "postgres.log", timeout_s, PostgresError)
         if new:
             psql = [str(self.install / "bin" / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", ROLE,
                     "-v", "ON_ERROR_STOP=1", "-q"]

@@ -20,13 +20,12 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from postgres import free_port
+from postgres import free_port, wait_ready
 
 SDIST = {"0.16.8": "363e26989e552c859ce2e7961d484acee6fccfc1e7b16e8f644b1ae1ccd754a3"}
 #: what the adapter sets that is not Letta's default (everything else is), also stated in the declaration's notes
@@ -105,19 +104,12 @@ class LettaServer:
         cmd = [str(Path(sys.prefix) / "bin" / "letta"), "server", "--host", "127.0.0.1", "--port", str(self.port)]
         self.proc = subprocess.Popen(cmd, env=self.env, cwd=self.state, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=False)
-        deadline = time.monotonic() + timeout_s
-        while True:
+        def healthy() -> bool:
             try:
-                if self.call("GET", "/v1/health/", timeout=2).get("status") == "ok":
-                    return
+                return self.call("GET", "/v1/health/", timeout=2).get("status") == "ok"
             except (OSError, LettaError, ValueError):
-                pass
-            if self.proc.poll() is not None:
-                raise LettaError(f"letta server exited with code {self.proc.returncode} before it was healthy; "
-                                 f"see {self.state / 'letta.log'}")
-            if time.monotonic() > deadline:
-                raise LettaError(f"letta server was not healthy within {timeout_s:g} s; see {self.state / 'letta.log'}")
-            time.sleep(0.5)
+                return False
+        wait_ready(healthy, self.proc, "letta server", self.state / "letta.log", timeout_s, LettaError, 0.5)
 
     def call(self, method: str, path: str, body=None, query: dict | None = None, timeout: float = 300):
         url = f"http://127.0.0.1:{self.port}{path}"
