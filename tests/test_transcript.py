@@ -14,6 +14,15 @@ def test_volatile_fields_and_secrets_are_replaced():
     assert out == {"created_at": "~volatile", "api_key": "~redacted", "config": {"password": "~redacted"}, "at": "t"}
 
 
+def test_wall_clock_times_are_masked_whole_in_every_common_shape():
+    from datetime import datetime, timezone
+    today = datetime.now(timezone.utc).date().isoformat()
+    n = Normalizer()
+    for shape in ("{d}T09:21:44.123Z", "{d} 09:21:44 PM UTC+0000", "{d} 09:21 am GMT", "{d}T21:21:44+02:00"):
+        assert n({"text": f"recompiled: {shape.format(d=today)}; 3 messages"}) == {"text": "recompiled: ~wallclock; 3 messages"}
+    assert n({"text": "2001-03-02 09:00:00 PM UTC"}) == {"text": "2001-03-02 09:00:00 PM UTC"}  # the case's own clock stays
+
+
 def test_transcript_text_is_canonical_and_hash_stable():
     a, b = Transcript(), Transcript()
     a.add({"b": 1, "a": "é"})

@@ -38,7 +38,8 @@ def secret_key(key: str) -> bool:
 
 def secret_value(value: str) -> bool:
     return bool(_SECRET_VALUE.match(value.strip()))
-_DATETIME = re.compile(r"\b(\d{4}-\d{2}-\d{2})[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
+_DATETIME = re.compile(r"\b(\d{4}-\d{2}-\d{2})[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                       r"(?: ?[AaPp][Mm]\b)?(?:Z|[+-]\d{2}:?\d{2}| ?(?:UTC|GMT)(?:[+-]\d{2}:?\d{2})?)?")  # 12-hour, zone
 
 NORMALIZATION = {
     "ids": "values under the keys " + ", ".join(sorted(ID_KEYS))
