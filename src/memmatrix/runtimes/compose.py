@@ -5,7 +5,7 @@ includes ``compose/gateway.yaml``, the model gateway as a service. The runtime b
 images (BASE_IMAGE from MEMMATRIX_BASE_IMAGE), brings the project up with ``--wait`` on the
 healthchecks, finds the published loopback ports, and always tears down with its volumes
 at the end, also on Ctrl-C and exceptions. A restart inside a run stops and starts only the
-adapter service and keeps its volume: a "still gone after restart" check must not pass
+adapter service (or the services system.yaml's ``compose.restart`` lists) and keeps the volumes: a "still gone after restart" check must not pass
 because the data was wiped.
 
 The compose CLI gets an allow-list of memmatrix's environment (runtimes/procs.py), the docker
@@ -233,7 +233,8 @@ class ComposeRuntime(Runtime):
 
     def _up(self, *services: str) -> None:
         try:
-            # a restart brings back only the adapter, as built: never a rebuilt image, never a recreated gateway
+            # a restart brings back only the services it stopped (system.yaml compose.restart, else the adapter),
+            # as built: never a rebuilt image, never a recreated gateway
             self.compose.run("up", "--no-build", "--no-deps", "--wait", *services) if services else self.compose.start()
         except subprocess.CalledProcessError as exc:
             raise RuntimeFailure(self._diagnose(exc)) from None
@@ -245,6 +246,11 @@ class ComposeRuntime(Runtime):
             return f"  last lines of service {service!r}:\n{_tail(out.stdout.decode(errors='replace'), 30)}"
         except subprocess.CalledProcessError:
             return f"  (no logs of service {service!r})"
+
+    def _service_of(self, container: str) -> str:
+        """The service a container of this project runs (compose names them <project>-<service>-<n>)."""
+        m = re.fullmatch(re.escape(self.compose.project) + r"[-_](.+)[-_]\d+", container)
+        return m.group(1) if m else ADAPTER
 
     def _diagnose(self, exc: subprocess.CalledProcessError) -> str:
         err = (exc.stderr or b"").decode(errors="replace")
@@ -259,25 +265,27 @@ class ComposeRuntime(Runtime):
                     f"image (scripts/offline-docker.sh builds one).\n{_tail(err)}")
         unhealthy = re.search(r"container ([\w.-]+) is unhealthy", err)
         if unhealthy:
-            service = next((s for s in (ADAPTER, GATEWAY) if f"-{s}-" in unhealthy.group(1)), ADAPTER)
+            service = self._service_of(unhealthy.group(1))
             return (f"{where}: service {service!r} never became healthy (its healthcheck kept failing).\n"
                     f"{self._logs(service)}")
         exited = re.search(r"container ([\w.-]+) exited \((\d+)\)", err)
         if exited:
-            service = next((s for s in (ADAPTER, GATEWAY) if f"-{s}-" in exited.group(1)), ADAPTER)
+            service = self._service_of(exited.group(1))
             return f"{where}: service {service!r} exited with code {exited.group(2)}.\n{self._logs(service)}"
         if re.search(r"failed to solve|failed to build|error building|Build failed|executor failed", err, re.I):
             return f"{where}: building an image failed (see the build output below).\n{_tail(err, 30)}"
         return f"{where}: `docker compose up` failed (exit {exc.returncode}).\n{_tail(err, 30)}"
 
     def restart(self) -> None:
+        more = self.spec.meta.get("compose", {}).get("restart", [])
+        services = [*dict.fromkeys([*more, ADAPTER])]  # the system's servers first, the adapter always
         try:
-            self.compose.run("stop", ADAPTER)
+            self.compose.run("stop", *services)
         except subprocess.CalledProcessError as exc:
             raise RuntimeFailure(self._diagnose(exc)) from None
         if self.endpoint is not None:
             self.endpoint.close()
-        self._up(ADAPTER)
+        self._up(*services)
 
     def stop(self) -> None:
         compose = getattr(self, "compose", None)
