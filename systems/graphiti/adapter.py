@@ -19,6 +19,7 @@ RedisMixin._cleanup then skips the shutdown), so without this every run left one
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import shutil
@@ -275,6 +276,7 @@ class GraphitiAdapter:
             if store == "edges":
                 item.update(row_validity(r))
             items.append(item)
+        items.sort(key=lambda i: json.dumps(i, sort_keys=True, default=str))  # the graph returns rows in no set order
         return {"state": "present" if items else "absent", "evidence": [i["text"] for i in items], "items": items}
 
     def _nearest(self, scope: str, needle: dict) -> dict:
@@ -290,7 +292,7 @@ class GraphitiAdapter:
             if not v:
                 continue
             s = sum(a * b for a, b in zip(vec, v)) / (qn * (math.sqrt(sum(x * x for x in v)) or 1.0))
-            if s > sim:
+            if s > sim or (s == sim and str(r["text"]) < str(best)):  # a tie goes to the first text, not the first row
                 best, sim, row = r["text"], s, r
         if best is None:
             return {"state": "absent", "evidence": [], "distance": None}
