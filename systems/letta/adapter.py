@@ -17,14 +17,15 @@ with SQL on Letta's Postgres.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 from adapterkit import contains, coverage
 
-from postgres import Postgres
-from probes import STORES, audit_rows, probe_store, reset_all
-from server import NON_DEFAULT_ENV, LettaError, LettaServer
+from postgres import Postgres, wait_ready
+from probes import STORES, audit_rows, probe_store, reset_all, server_versions
+from server import NON_DEFAULT_ENV, LettaClient, LettaError, LettaServer
 
 FORGET_COVERAGE = 0.8
 EMBEDDING = "openai/text-embedding-3-small"
@@ -55,26 +56,39 @@ class LettaAdapter:
         state = Path(config["data_dir"]) / "letta"
         state.mkdir(parents=True, exist_ok=True)
         self.log = open(state / "letta.log", "a", encoding="utf-8")
-        self.pg = Postgres(state / "postgres", open(state / "postgres.log", "a", encoding="utf-8"))
+        self.pg = None
         self.server = None
         self.timings: dict = {}
+        remote = os.environ.get("LETTA_BASE_URL")
         try:
-            t = time.monotonic()
-            uri = self.pg.start()
-            self.timings["postgres_s"] = round(time.monotonic() - t, 1)
-            self.server = LettaServer(state, uri, model, self.log)
-            t = time.monotonic()
-            self.server.migrate(self.version)
-            self.timings["migrate_s"] = round(time.monotonic() - t, 1)
-            t = time.monotonic()
-            self.server.start()
-            self.timings["server_s"] = round(time.monotonic() - t, 1)
+            if remote:  # a running server and its Postgres (the compose runtime's services): used, never stopped
+                self.pg_uri = os.environ.get("LETTA_PG_URI") or ""
+                if not self.pg_uri:
+                    raise LettaError("LETTA_BASE_URL is set but LETTA_PG_URI is not; the probes read Letta's "
+                                     "Postgres: set LETTA_PG_URI to the URI the server uses")
+                self.server = LettaClient(remote)
+                t = time.monotonic()
+                wait_ready(self.server.healthy, None, f"the Letta server at {remote}", state / "letta.log", 240,
+                           LettaError, 0.5)
+                self.timings["server_s"] = round(time.monotonic() - t, 1)
+            else:
+                self.pg = Postgres(state / "postgres", open(state / "postgres.log", "a", encoding="utf-8"))
+                t = time.monotonic()
+                self.pg_uri = self.pg.start()
+                self.timings["postgres_s"] = round(time.monotonic() - t, 1)
+                self.server = LettaServer(state, self.pg_uri, model, self.log)
+                t = time.monotonic()
+                self.server.migrate(self.version)
+                self.timings["migrate_s"] = round(time.monotonic() - t, 1)
+                t = time.monotonic()
+                self.server.start()
+                self.timings["server_s"] = round(time.monotonic() - t, 1)
         except Exception:
             self.close()
             raise
+        self.runtime = f"the Letta server at {remote}" if remote else "`letta server` on loopback, started here"
         self.log.write(f"memmatrix: started {json.dumps(self.timings)}\n")
         self.log.flush()
-        self.pg_uri = uri
 
     # ------------------------------------------------------------------ plumbing
     def _api(self, method: str, path: str, body=None, **query):
@@ -137,9 +151,10 @@ class LettaAdapter:
             "qualifiers": [],
             "volatile_fields": ["timestamp", "created_at", "updated_at", "date"],
             "notes": [
-                f"letta {self.version} (the last release with the Python API server), `letta server` on loopback, "
-                "Postgres 16.2 + pgvector 0.6.2 from the pgserver 0.1.4 wheel (Letta 0.16.8 supports only Postgres), "
-                "schema by `alembic upgrade head` from the letta sdist's migrations",
+                f"letta {self.version} (the last release with the Python API server), {self.runtime}, on "
+                f"{server_versions(self.pg_uri)}" + ("" if self.pg is None else " from the pgserver 0.1.4 wheel") +
+                " (Letta 0.16.8 supports only Postgres), schema by `alembic upgrade head` from the letta sdist's "
+                "migrations (the official image's own copy under compose)",
                 *[f"{k}={v} (not Letta's default): with tracing on every successful tool step stalls 60 s on the "
                   "provider-trace write; provider_traces is itself a copy of every LLM exchange, probed as a store"
                   for k, v in NON_DEFAULT_ENV.items()],
@@ -179,9 +194,13 @@ class LettaAdapter:
 
     def _core(self, agent: str) -> tuple[str, list[dict]]:
         ctx = self._api("GET", f"/agents/{agent}/context")
+        core = (ctx or {}).get("core_memory") or ""
+        # one item per block line, blocks in the order the compiled memory shows them (the API lists them in
+        # the database's order, which differs between runs)
+        blocks = sorted(self._blocks(agent), key=lambda b: (core.find(f"<{b['label']}>") % (len(core) + 1), b["label"]))
         items = [{"text": line, "kind": f"core-memory:{b['label']}"}
-                 for b in self._blocks(agent) for line in (b.get("value") or "").splitlines() if line.strip()]
-        return (ctx or {}).get("core_memory") or "", items
+                 for b in blocks for line in (b.get("value") or "").splitlines() if line.strip()]
+        return core, items
 
     def _run_tool(self, agent: str, name: str, args: dict):
         """A tool's return exactly as the agent gets it (POST /agents/{id}/tools/{name}/run, Letta's own API)."""
@@ -281,5 +300,6 @@ class LettaAdapter:
             if self.server is not None:
                 self.server.stop()
         finally:
-            self.pg.stop()
+            if self.pg is not None:
+                self.pg.stop()
             self.log.close()

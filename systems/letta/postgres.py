@@ -31,12 +31,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_ready(ready, proc: subprocess.Popen, what: str, log: Path, timeout_s: float, error: type,
+def wait_ready(ready, proc: subprocess.Popen | None, what: str, log: Path, timeout_s: float, error: type,
                interval: float = 0.2) -> None:
     """Return once ``ready()`` holds; raise ``error`` naming ``what`` and its log if the process exits or time runs out."""
     deadline = time.monotonic() + timeout_s
     while not ready():
-        if proc.poll() is not None:
+        if proc is not None and proc.poll() is not None:
             raise error(f"{what} exited with code {proc.returncode} before it was ready; see {log}")
         if time.monotonic() > deadline:
             raise error(f"{what} was not ready within {timeout_s:g} s; see {log}")

@@ -112,6 +112,13 @@ def _nearest(uri: str, scope: str, needle: dict, contains, embed) -> dict:
             "items": [{"text": text, "kind": "passage-embedding"}] if held else []}
 
 
+def server_versions(uri: str) -> str:
+    """'Postgres <version> + pgvector <version>', as the database reports them."""
+    (pg,), = _rows(uri, "SHOW server_version", {})
+    vec = _rows(uri, "SELECT extversion FROM pg_extension WHERE extname = 'vector'", {})
+    return f"Postgres {pg.split()[0]} + pgvector {vec[0][0] if vec else '(not installed)'}"
+
+
 def reset_all(uri: str) -> None:
     """Every store emptied: every table of agent data truncated (Letta's own deletes leave orphans behind)."""
     tables = [t for (t,) in _rows(uri, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'", {})

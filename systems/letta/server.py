@@ -4,6 +4,7 @@
   per environment with pip (``--no-binary :all:``), checked against the sha256 pinned here (also in
   the lock), and its ``alembic/`` + ``alembic.ini`` kept in the environment (``<prefix>/share``).
   ``alembic upgrade head`` runs on every start (a no-op on an up-to-date schema).
+- Or a running server (the compose runtime's letta service): ``LettaClient`` on its URL, left running.
 - The server: ``letta server`` on a free loopback port, HOME and LETTA_DIR inside the state folder,
   the LLM and embeddings through the memmatrix gateway (OPENAI_BASE_URL, a dummy key),
   LETTA_TRACK_PROVIDER_TRACE=false. Health: ``GET /v1/health/``.
@@ -66,7 +67,14 @@ def migrations(version: str) -> Path:
             members = [m for m in tf.getmembers() if m.name.startswith((top + "alembic/", top + "alembic.ini"))]
             for m in members:
                 m.name = m.name[len(top):]
-            tf.extractall(stage, members=members, filter="data")
+            if hasattr(tarfile, "data_filter"):
+                tf.extractall(stage, members=members, filter="data")
+            else:  # Python < 3.11.4 (Debian 12's 3.11.2): the data filter's checks by hand
+                bad = [m.name for m in members if not (m.isfile() or m.isdir()) or m.name.startswith("/")
+                       or ".." in Path(m.name).parts]
+                if bad:
+                    raise LettaError(f"the letta {version} sdist holds unsafe members: {bad[:3]}")
+                tf.extractall(stage, members=members)
         try:
             os.rename(stage, home)  # atomic: a concurrent run either sees all of it or fetches it again
         except OSError:
@@ -74,8 +82,38 @@ def migrations(version: str) -> Path:
     return home
 
 
-class LettaServer:
+class LettaClient:
+    """Letta's REST API at ``base_url`` (a server of the compose runtime's letta service, or one started here)."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url.rstrip("/")
+
+    def call(self, method: str, path: str, body=None, query: dict | None = None, timeout: float = 300):
+        url = f"{self.base_url}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None}, doseq=True)
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            raise LettaError(f"Letta {method} {path} answered {exc.code}: {exc.read()[:800].decode(errors='replace')}")
+        return json.loads(raw) if raw.strip() else None
+
+    def healthy(self) -> bool:
+        try:
+            return self.call("GET", "/v1/health/", timeout=2).get("status") == "ok"
+        except (OSError, LettaError, ValueError, AttributeError):
+            return False
+
+    def stop(self) -> None:
+        """A server this process did not start is left alone."""
+
+
+class LettaServer(LettaClient):
     def __init__(self, state: Path, pg_uri: str, model: dict, log):
+        super().__init__("http://127.0.0.1:0")
         self.state = state
         self.log = log
         self.proc: subprocess.Popen | None = None
@@ -101,28 +139,11 @@ class LettaServer:
 
     def start(self, timeout_s: float = 240) -> None:
         self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
         cmd = [str(Path(sys.prefix) / "bin" / "letta"), "server", "--host", "127.0.0.1", "--port", str(self.port)]
         self.proc = subprocess.Popen(cmd, env=self.env, cwd=self.state, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=False)
-        def healthy() -> bool:
-            try:
-                return self.call("GET", "/v1/health/", timeout=2).get("status") == "ok"
-            except (OSError, LettaError, ValueError):
-                return False
-        wait_ready(healthy, self.proc, "letta server", self.state / "letta.log", timeout_s, LettaError, 0.5)
-
-    def call(self, method: str, path: str, body=None, query: dict | None = None, timeout: float = 300):
-        url = f"http://127.0.0.1:{self.port}{path}"
-        if query:
-            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None}, doseq=True)
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            raise LettaError(f"Letta {method} {path} answered {exc.code}: {exc.read()[:800].decode(errors='replace')}")
-        return json.loads(raw) if raw.strip() else None
+        wait_ready(self.healthy, self.proc, "letta server", self.state / "letta.log", timeout_s, LettaError, 0.5)
 
     def stop(self, timeout_s: float = 2.0) -> None:
         proc, self.proc = self.proc, None
