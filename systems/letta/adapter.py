@@ -45,6 +45,15 @@ def tool_texts(ret: str) -> list[str]:
         return [ret]
     return [json.dumps(r, ensure_ascii=False) if not isinstance(r, str) else r for r in data]
 SUMMARIZE = {"mode": "all"}
+FORGET_PATHS = {
+    "passages_and_blocks": (
+        "search-then-delete: archival passages covering the request are deleted by id (DELETE "
+        "/agents/{id}/archival-memory/{passage_id}), core-memory lines covering it are removed by a block "
+        "PATCH; Letta has no per-message delete, so recall messages stay"),
+    "agent_delete": (
+        "the scope's whole agent is deleted (DELETE /agents/{id}): Letta's way to forget everything of one "
+        "user, one agent per scope; the twin goes with it, and a later write creates a new agent"),
+}
 
 
 class LettaAdapter:
@@ -53,6 +62,9 @@ class LettaAdapter:
         self.version = version("letta")
         model = self.model = config["model"]
         self.llm = f"openai-proxy/{model['chat_model']}"
+        self.forget_path = (config.get("options") or {}).get("forget_path", "passages_and_blocks")
+        if self.forget_path not in FORGET_PATHS:
+            raise ValueError(f"option forget_path={self.forget_path!r} is not one of {sorted(FORGET_PATHS)}")
         state = Path(config["data_dir"]) / "letta"
         state.mkdir(parents=True, exist_ok=True)
         self.log = open(state / "letta.log", "a", encoding="utf-8")
@@ -127,10 +139,7 @@ class LettaAdapter:
             "operations": {
                 "settle": {"support": "supported"},
                 "recall": {"support": "supported"},
-                "forget": {"support": "emulated", "reason": (
-                    "search-then-delete: archival passages covering the request are deleted by id (DELETE "
-                    "/agents/{id}/archival-memory/{passage_id}), core-memory lines covering it are removed by a block "
-                    "PATCH; Letta has no per-message delete, so recall messages stay")},
+                "forget": {"support": "emulated", "reason": FORGET_PATHS[self.forget_path]},
                 "update": {"support": "emulated", "reason": (
                     "core-memory lines covering the request are rewritten by a block PATCH; archival passages covering "
                     "it are deleted and the new text inserted (Letta has no passage update)")},
@@ -169,6 +178,7 @@ class LettaAdapter:
                 "the agent's model (the default mode needs a fuller context to compact anything); sleep-time agents "
                 "stay off (Letta's default)",
                 "the harness clock cannot be passed to Letta (it stamps wall-clock times), except import's created_at",
+                f"forget path: {self.forget_path}",
                 "no LETTA_ENCRYPTION_KEY (Letta's default: secrets stored in plaintext; none are used here)",
             ],
         }
@@ -248,6 +258,9 @@ class LettaAdapter:
         agent = self._agent(scope, create=False)
         if agent is None:
             return {"ids": []}
+        if self.forget_path == "agent_delete":
+            self._api("DELETE", f"/agents/{agent}")
+            return {"ids": [agent]}
         ids = []
         for p in self._matching_passages(agent, text):
             self._api("DELETE", f"/agents/{agent}/archival-memory/{p['id']}")
