@@ -19,5 +19,7 @@ done
 for path in edge_delete episode_node_delete; do
   $mm run --replace --system graphiti --protocol deletion --option forget_path=$path --out "$out"
 done
+# Letta with its whole agent deleted as the forget (what an agent's deletion leaves behind)
+$mm run --replace --system letta --protocol deletion --option forget_path=agent_delete --out "$out"
 MEMMATRIX_MODEL_ORACLE_ABLATION=undated $mm run --replace --system graphiti --protocol contradiction --out "$out"
 $mm verify "$out"
