@@ -159,3 +159,36 @@ def test_graphiti_bulk_combined_extraction_answers_the_current_messages_only():
     assert {"name": "Quillmere", "entity_type_id": 0} in body["extracted_entities"]
     assert [e["fact"] for e in body["edges"]] == ["I live in Quillmere."]  # not Tarrowick: previous messages are context
     assert body["edges"][0]["episode_indices"] == [0]
+
+
+LANGMEM_GOLD = GoldIndex([{"cases": [{"id": "langmem", "ops": [
+    W("I live in Paris", gold=[G("user", "home city", "Paris", "I live in Paris.")]),
+    W("I moved from Paris to Berlin",
+      gold=[G("user", "home city", "Berlin", "I live in Berlin.", intent="supersede", replaces="Paris")]),
+    W("Forget where I live, Berlin", gold=[G("user", "home city", "Berlin", "I do not want my city kept.",
+                                             intent="retract")]),
+]}]}])
+
+
+def _langmem(name: str):
+    reply = system_oracle("langmem", LANGMEM_GOLD).chat(fixture(name))
+    return reply, [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in reply.tool_calls]
+
+
+def test_langmem_manager_inserts_each_fact_on_an_empty_store():
+    reply, calls = _langmem("langmem-0.0.30-manager-empty")
+    assert reply.matched and calls == [("Memory", {"content": "I live in Paris."})]
+
+
+def test_langmem_manager_patches_the_memory_a_correction_replaces():
+    reply, calls = _langmem("langmem-0.0.30-manager-existing")
+    assert reply.matched and len(calls) == 1, calls
+    name, args = calls[0]
+    # the instance whose content holds the old value, by the id the manager showed
+    assert name == "PatchDoc" and args["json_doc_id"] == "9dd0b0acd0f257268ef433b18e748a16", args
+    assert args["patches"] == [{"op": "replace", "path": "/content", "value": "I live in Berlin."}]
+
+
+def test_langmem_manager_removes_a_retracted_memory_when_deletes_are_offered():
+    reply, calls = _langmem("langmem-0.0.30-manager-deletes")
+    assert reply.matched and calls == [("RemoveDoc", {"json_doc_id": "9dd0b0acd0f257268ef433b18e748a16"})], calls
