@@ -192,3 +192,27 @@ def test_langmem_manager_patches_the_memory_a_correction_replaces():
 def test_langmem_manager_removes_a_retracted_memory_when_deletes_are_offered():
     reply, calls = _langmem("langmem-0.0.30-manager-deletes")
     assert reply.matched and calls == [("RemoveDoc", {"json_doc_id": "9dd0b0acd0f257268ef433b18e748a16"})], calls
+
+
+COGNEE_GOLD = GoldIndex([{"cases": [{"id": "cognee", "ops": [
+    W("User u-481 (Dana Whitfield) has locker code 7731.",
+      gold=[G("user u-481", "locker code", "7731", "User u-481 has locker code 7731."),
+            G("user u-481", "shift", "morning", "Dana prefers the morning shift.", valid_to="2026-03-14T00:00:00Z")]),
+]}]}])
+
+
+def test_cognee_knowledge_graph_has_an_edge_per_fact_and_a_timestamp_for_a_stated_end():
+    reply = system_oracle("cognee", COGNEE_GOLD).chat(fixture("cognee-1.6.5-KnowledgeGraph"))
+    graph = json.loads(reply.content)
+    assert reply.matched and reply.dialect == "cognee-knowledge-graph"
+    edges = {(e["source_node_id"], e["relationship_name"], e["target_node_id"]): e["description"] for e in graph["edges"]}
+    assert edges[("user_u_481", "locker_code", "7731")] == "User u-481 has locker code 7731."
+    assert ("morning", "ends_at", "2026-03-14") in edges, edges
+    ids = {n["id"] for n in graph["nodes"]}
+    assert all(s in ids and t in ids for s, _, t in edges), (ids, edges)
+
+
+def test_cognee_summary_lists_the_chunk_facts():
+    reply = system_oracle("cognee", COGNEE_GOLD).chat(fixture("cognee-1.6.5-SummarizedContent"))
+    summary = json.loads(reply.content)["summary"]
+    assert reply.dialect == "cognee-summary" and "- User u-481 has locker code 7731." in summary, summary
