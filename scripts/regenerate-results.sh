@@ -12,7 +12,7 @@ out=${1:-results}
 
 $mm run --replace --out "$out"                                         # every system, both protocols, embedded
 $mm run --replace --system mem0@1.0.11 --out "$out"
-for system in reference mem0@2.2.1 mem0@1.0.11 graphiti letta mempalace langmem; do
+for system in reference mem0@2.2.1 mem0@1.0.11 graphiti letta mempalace langmem cognee; do
   $mm run --replace --system "$system" --runtime compose --out "$out"
 done
 # Graphiti's other delete paths (the REST server's) and an extractor that resolves no dates
