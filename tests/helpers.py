@@ -21,6 +21,18 @@ def run(config: Config, system: str, out: Path, runtime: str = "inprocess", prot
                    config)
 
 
+def one_case(tmp_path: Path, system: str, protocol: str, case: str, runtime: str = "embedded") -> tuple[dict, dict]:
+    """Run one case of the newest case file of ``protocol`` on ``system``: (its cells by step, the result's cost)."""
+    data = json.loads(newest_cases(protocol).read_text())
+    data["cases"] = [c for c in data["cases"] if c["id"] == case]
+    path = tmp_path / f"{protocol}.json"
+    path.write_text(json.dumps(data))
+    config = Config.from_env({**os.environ, "MEMMATRIX_HOME": str(Path(__file__).resolve().parents[1])})
+    out = run(config, system, tmp_path / protocol, runtime=runtime, protocol=protocol, cases=path)
+    result = json.loads((out / "result.json").read_text())
+    return {x["step"]: x for x in result["cases"][0]["cells"]}, result["cost"]
+
+
 def verdicts(run_dir: Path) -> dict[str, dict[str, str]]:
     """case id -> step -> verdict"""
     result = json.loads((run_dir / "result.json").read_text())

@@ -45,3 +45,21 @@ def test_every_signature_mismatch_is_reported_at_once():
 def test_coverage_counts_content_words_only():
     assert coverage("The code for my storage locker", "storage locker code") == 1.0
     assert coverage("the of my", "anything") == 0.0
+
+
+def test_sqlite_hits_finds_the_token_in_any_table_and_in_json_leaves(tmp_path):
+    import sqlite3
+    from memmatrix.adapterkit import sqlite_hits
+    db = tmp_path / "x.sqlite3"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE queue (id INTEGER, doc TEXT, meta TEXT)")
+    con.execute("CREATE TABLE other (blob BLOB)")
+    con.execute("INSERT INTO queue VALUES (1, 'the code is QX-4471-TRV', ?)",
+                ('{"inode": 77, "content": "code QX-4471-TRV", "n": ["QX-4471-TRVX"]}',))
+    con.execute("INSERT INTO queue VALUES (2, 'the code is QX-4471-TRVX', '{}')")
+    con.execute("INSERT INTO other VALUES (?)", (b"bytes QX-4471-TRV",))
+    con.commit()
+    con.close()
+    assert sqlite_hits(db, "QX-4471-TRV") == ["other: bytes QX-4471-TRV", "queue: code QX-4471-TRV",
+                                              "queue: the code is QX-4471-TRV"]
+    assert sqlite_hits(db, "ZZ-0000") == [] and sqlite_hits(tmp_path / "missing.sqlite3", "QX") == []

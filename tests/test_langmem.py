@@ -4,28 +4,17 @@ manager's model calls answered by the oracle through the gateway): one deletion 
 Heavy (a 200 MB environment built once from the lock, cached by its hash): MEMMATRIX_TEST_ENABLE=heavy.
 """
 
-import json
-import os
-
 import pytest
 
-from conftest import ROOT
-from helpers import newest_cases, run
-from memmatrix.config import Config
+from helpers import one_case
 
 pytestmark = pytest.mark.heavy
 
 
 def _one(tmp_path, protocol: str, case: str):
-    data = json.loads(newest_cases(protocol).read_text())
-    data["cases"] = [c for c in data["cases"] if c["id"] == case]
-    path = tmp_path / f"{protocol}.json"
-    path.write_text(json.dumps(data))
-    config = Config.from_env({**os.environ, "MEMMATRIX_HOME": str(ROOT)})
-    out = run(config, "langmem", tmp_path / protocol, runtime="embedded", protocol=protocol, cases=path)
-    result = json.loads((out / "result.json").read_text())
-    assert result["cost"]["total"]["unmatched"] == 0 and result["cost"]["total"]["llm_calls"] > 0, result["cost"]
-    return {x["step"]: x for x in result["cases"][0]["cells"]}
+    cells, cost = one_case(tmp_path, "langmem", protocol, case)
+    assert cost["total"]["unmatched"] == 0 and cost["total"]["llm_calls"] > 0, cost
+    return cells
 
 
 def test_deletion_leaves_the_vector_and_refeed_recreates(tmp_path):

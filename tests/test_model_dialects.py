@@ -216,3 +216,27 @@ def test_cognee_summary_lists_the_chunk_facts():
     reply = system_oracle("cognee", COGNEE_GOLD).chat(fixture("cognee-1.6.5-SummarizedContent"))
     summary = json.loads(reply.content)["summary"]
     assert reply.dialect == "cognee-summary" and "- User u-481 has locker code 7731." in summary, summary
+
+
+AMEM_GOLD = GoldIndex([json.loads((Path(__file__).resolve().parents[1] / "cases/contradiction/1.3.0.json").read_text())])
+
+
+def test_amem_analysis_names_the_facts_of_the_note():
+    reply = system_oracle("amem", AMEM_GOLD).chat(fixture("amem-0.2.6-analyze"))
+    body = json.loads(reply.content)
+    assert reply.matched and reply.dialect == "amem-analyze"
+    assert body["keywords"][0] == "Quillmere" and "home city" in body["tags"], body
+    assert body["context"] == "Stated in this conversation: I live in Quillmere.", body
+
+
+def test_amem_evolution_links_the_corrected_note_and_notes_the_correction_in_its_context():
+    reply = system_oracle("amem", AMEM_GOLD).chat(fixture("amem-0.2.6-evolve"))
+    body = json.loads(reply.content)
+    assert reply.matched and reply.dialect == "amem-evolve"
+    # the neighbour stating Quillmere, by the id the prompt listed; the cartographer note is left alone
+    assert body["should_evolve"] and body["suggested_connections"] == ["7d3e35e4-4ab1-55b4-b9f1-d6c49a8a04e6"], body
+    assert body["new_context_neighborhood"][0] == ("Stated in this conversation: I live in Quillmere. "
+                                                   "Since corrected: I live in Tarrowick."), body
+    assert body["new_context_neighborhood"][1].startswith("Stated in this conversation: I work as a cartographer")
+    assert "Since corrected" not in body["new_context_neighborhood"][1]
+    assert len(body["new_tags_neighborhood"]) == len(body["new_context_neighborhood"]) == 2, body

@@ -135,6 +135,53 @@ def coverage(request: str, candidate: str) -> float:
     return sum(t in have for t in want) / len(want)
 
 
+def json_leaves(value: str, token: str) -> list[str]:
+    """The strings in ``value`` that hold ``token``: the value itself, or the string leaves of a JSON value (a
+    stored row's metadata often holds run-specific numbers beside the text)."""
+    try:
+        obj = json.loads(value)
+    except ValueError:
+        return [value]
+    out, todo = [], [obj]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, dict):
+            todo += list(x.values())
+        elif isinstance(x, list):
+            todo += x
+        elif isinstance(x, str) and contains(x, token):
+            out.append(x)
+    return out or [value]
+
+
+def sqlite_hits(db: str | Path, token: str) -> list[str]:
+    """Every text value in any table of an SQLite database that holds ``token``, as 'table: value', sorted.
+
+    Opened read-only; a table this sqlite cannot read (an extension's virtual table) is skipped. Adapters
+    probe a system's own database with it, whatever tables a version has."""
+    import sqlite3
+    if not Path(db).exists():
+        return []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    hits = []
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        for table in tables:
+            try:
+                rows = con.execute(f'SELECT * FROM "{table}"').fetchall()
+            except sqlite3.Error:
+                continue
+            for row in rows:
+                for value in row:
+                    if isinstance(value, bytes):
+                        value = value.decode("utf-8", "ignore")
+                    if isinstance(value, str) and contains(value, token):
+                        hits += [f"{table}: {leaf}" for leaf in json_leaves(value, token)]
+    finally:
+        con.close()
+    return sorted(set(hits))
+
+
 class AdapterLoadError(Exception):
     """The adapter file or class cannot be used; the message names the problem and the fix."""
 

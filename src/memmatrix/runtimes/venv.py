@@ -105,7 +105,8 @@ def _build(spec: SystemSpec, python: str, env: Path, log_path: Path) -> None:
             if rc != 0:
                 tail = "\n".join("    " + ln for ln in log_path.read_text(errors="replace").splitlines()[-20:])
                 shutil.rmtree(env, ignore_errors=True)
+                hint = spec.version_meta.get("install_hint")
                 raise RuntimeFailure(f"building the environment for {what} failed (exit {rc}).\n"
-                                     f"  log: {log_path}\n{tail}")
+                                     + (f"  hint: {hint}\n" if hint else "") + f"  log: {log_path}\n{tail}")
     (env / READY).write_text(f"{spec.lock_sha256 or 'no-lock'}\n")
     _progress(f"environment for {what} ready in {time.monotonic() - started:.1f} s")
