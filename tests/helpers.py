@@ -21,7 +21,7 @@ def run(config: Config, system: str, out: Path, runtime: str = "inprocess", prot
                    config)
 
 
-def one_case(tmp_path: Path, system: str, protocol: str, case: str, runtime: str = "embedded") -> tuple[dict, dict]:
+def run_one_case(tmp_path: Path, system: str, protocol: str, case: str, runtime: str = "embedded") -> tuple[dict, dict]:
     """Run one case of the newest case file of ``protocol`` on ``system``: (its cells by step, the result's cost)."""
     data = json.loads(newest_cases(protocol).read_text())
     data["cases"] = [c for c in data["cases"] if c["id"] == case]

@@ -7,13 +7,13 @@ Heavy (a 1.6 GB environment built once from the lock, cached by its hash): MEMMA
 
 import pytest
 
-from helpers import one_case
+from helpers import run_one_case
 
 pytestmark = pytest.mark.heavy
 
 
 def _one(tmp_path, protocol: str, case: str):
-    cells, cost = one_case(tmp_path, "amem", protocol, case)
+    cells, cost = run_one_case(tmp_path, "amem", protocol, case)
     assert cost["total"]["unmatched"] == 0 and cost["total"]["llm_calls"] > 0, cost
     return cells
 
@@ -25,3 +25,12 @@ def test_deletion_leaves_chroma_rows_and_refeed_stores_again(tmp_path):
     # chromadb's embeddings queue keeps the deleted document's text
     assert "right after the forget by ['chroma-sqlite']" in cells["9"]["reason"], cells["9"]
     assert cells["7"]["verdict"] == "UNSUPPORTED", cells["7"]
+
+
+def test_a_correction_qualifies_the_old_note_through_its_context_only(tmp_path):
+    cells = _one(tmp_path, "contradiction", "replacement-home-city")
+    # evolution writes "Since corrected: ..." into the old note's context: the door qualifies the old value
+    assert cells["B"]["verdict"] == "PASS" and cells["D"]["verdict"] == "PASS", (cells["B"], cells["D"])
+    # the old note's content and chroma's full-text index keep it unqualified
+    assert cells["E"]["verdict"] == "FAIL" and "embedding_fulltext_search" in cells["E"]["reason"], cells["E"]
+    assert cells["C"]["verdict"] == "UNSUPPORTED", cells["C"]

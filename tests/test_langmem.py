@@ -6,13 +6,13 @@ Heavy (a 200 MB environment built once from the lock, cached by its hash): MEMMA
 
 import pytest
 
-from helpers import one_case
+from helpers import run_one_case
 
 pytestmark = pytest.mark.heavy
 
 
 def _one(tmp_path, protocol: str, case: str):
-    cells, cost = one_case(tmp_path, "langmem", protocol, case)
+    cells, cost = run_one_case(tmp_path, "langmem", protocol, case)
     assert cost["total"]["unmatched"] == 0 and cost["total"]["llm_calls"] > 0, cost
     return cells
 
