@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from memmatrix.adapterkit import AdapterLoadError, check_adapter_class, coverage, load_adapter_class, split_spec
@@ -63,3 +65,24 @@ def test_sqlite_hits_finds_the_token_in_any_table_and_in_json_leaves(tmp_path):
     assert sqlite_hits(db, "QX-4471-TRV") == ["other: bytes QX-4471-TRV", "queue: code QX-4471-TRV",
                                               "queue: the code is QX-4471-TRV"]
     assert sqlite_hits(db, "ZZ-0000") == [] and sqlite_hits(tmp_path / "missing.sqlite3", "QX") == []
+
+
+def test_grant_search_opens_only_the_folders_below_the_temp_directory(tmp_path):
+    import os
+    import stat
+    from memmatrix.adapterkit import grant_search
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    for d in (tmp_path, tmp_path / "a", deep):
+        os.chmod(d, 0o700)
+    grant_search(deep, "nobody", "Postgres")
+    assert all((d.stat().st_mode & 0o777) == 0o701 for d in (tmp_path, tmp_path / "a", deep))  # search, never read
+    closed = Path.home() / ".memmatrix-grant-test"
+    closed.mkdir(exist_ok=True)
+    try:
+        if not Path.home().stat().st_mode & stat.S_IXOTH:  # a home folder is never opened: the caller is told why
+            with pytest.raises(PermissionError, match="is not searchable by others"):
+                grant_search(closed, "nobody", "Postgres")
+            assert not Path.home().stat().st_mode & stat.S_IXOTH
+    finally:
+        closed.rmdir()

@@ -240,3 +240,22 @@ def test_amem_evolution_links_the_corrected_note_and_notes_the_correction_in_its
     assert body["new_context_neighborhood"][1].startswith("Stated in this conversation: I work as a cartographer")
     assert "Since corrected" not in body["new_context_neighborhood"][1]
     assert len(body["new_tags_neighborhood"]) == len(body["new_context_neighborhood"]) == 2, body
+
+
+def test_hindsight_extraction_states_each_fact_with_the_user_and_named_values_as_entities():
+    reply = system_oracle("hindsight", AMEM_GOLD).chat(fixture("hindsight-1.1.0-extract"))
+    facts = json.loads(reply.content)["facts"]
+    assert reply.matched and reply.dialect == "hindsight-extract"
+    assert [f["what"] for f in facts] == ["I live in Tarrowick."], facts
+    assert facts[0]["entities"] == ["user", "Tarrowick"] and facts[0]["fact_type"] == "world", facts
+
+
+def test_hindsight_consolidation_updates_the_observation_a_correction_changes_and_keeps_its_history():
+    reply = system_oracle("hindsight", AMEM_GOLD).chat(fixture("hindsight-1.1.0-consolidate-update"))
+    body = json.loads(reply.content)
+    assert reply.matched and reply.dialect == "hindsight-consolidate"
+    assert body["creates"] == [] and body["deletes"] == [], body
+    # the ids copied from the prompt: the observation of the old home city, the batch's fact
+    assert [(u["observation_id"], u["source_fact_ids"]) for u in body["updates"]] == [
+        ("fb405ace-ad8b-4b22-a2f8-0eac077524de", ["a707be3a-79ad-4c7e-9636-4cbf91b6cbe9"])], body
+    assert body["updates"][0]["text"] == "I live in Tarrowick. (earlier: I live in Quillmere.)", body

@@ -154,6 +154,44 @@ def json_leaves(value: str, token: str) -> list[str]:
     return out or [value]
 
 
+def unprivileged_user(what: str):
+    """None when this process may run ``what`` (a database that refuses root) itself; else the user it runs as:
+    ``postgres``, or ``nobody`` where there is none."""
+    import pwd
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "nobody"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            continue
+    raise PermissionError(f"{what} refuses to run as root and this machine has neither a 'postgres' nor a 'nobody' "
+                          "user; create one (useradd --system postgres) or run memmatrix as a non-root user")
+
+
+def grant_search(folder: str | Path, who: str, what: str) -> None:
+    """Let an unprivileged user reach ``folder``: the search bit (o+x, never read) on it and on its ancestors this
+    process owns below a shared temp directory (sticky, world-writable: /tmp). Anything else (a home folder) is
+    left alone; a folder that stays closed raises PermissionError naming it and the fix."""
+    import stat
+
+    def shared_tmp(st: os.stat_result) -> bool:
+        return bool(st.st_mode & stat.S_ISVTX and st.st_mode & stat.S_IWOTH)
+
+    path = Path(folder).resolve()
+    for d in [path, *path.parents]:
+        st = d.stat()
+        if shared_tmp(st):
+            return
+        if st.st_mode & stat.S_IXOTH:
+            continue
+        if st.st_uid != os.geteuid() or not any(shared_tmp(p.stat()) for p in d.parents):
+            raise PermissionError(f"{what} runs as {who} and cannot reach {folder}: {d} is not searchable by others; "
+                                  "give the run a data folder under the temp directory, or run memmatrix as a "
+                                  "non-root user")
+        os.chmod(d, st.st_mode | stat.S_IXOTH)
+
+
 def sqlite_hits(db: str | Path, token: str) -> list[str]:
     """Every text value in any table of an SQLite database that holds ``token``, as 'table: value', sorted.
 

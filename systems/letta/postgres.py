@@ -17,10 +17,11 @@ import pwd
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import time
 from pathlib import Path
+
+from adapterkit import grant_search, unprivileged_user
 
 DATABASE, ROLE = "letta", "letta"
 
@@ -47,10 +48,6 @@ class PostgresError(RuntimeError):
     pass
 
 
-def _shared_tmp(st: os.stat_result) -> bool:
-    return bool(st.st_mode & stat.S_ISVTX and st.st_mode & stat.S_IWOTH)
-
-
 class Postgres:
     def __init__(self, root: Path, log):
         self.root = root                      # <state>/postgres
@@ -65,15 +62,10 @@ class Postgres:
     @staticmethod
     def _user() -> pwd.struct_passwd | None:
         """None when this process may run Postgres itself; else the unprivileged user it runs as."""
-        if os.geteuid() != 0:
-            return None
-        for name in ("postgres", "nobody"):
-            try:
-                return pwd.getpwnam(name)
-            except KeyError:
-                continue
-        raise PostgresError("Postgres refuses to run as root and this machine has neither a 'postgres' nor a "
-                            "'nobody' user; create one (useradd --system postgres) or run memmatrix as a non-root user")
+        try:
+            return unprivileged_user("Postgres")
+        except PermissionError as exc:
+            raise PostgresError(str(exc)) from None
 
     def _as_user(self, cmd: list[str]) -> list[str]:
         if self.user is None:
@@ -92,20 +84,10 @@ class Postgres:
                 "HOME": str(self.root), "TZ": "UTC"}
 
     def _reachable(self) -> None:
-        """Give the unprivileged user the search bit on the state folder and its ancestors that we own below a
-        shared temp directory (sticky, world-writable: /tmp). Anything else (a home folder) is left alone."""
-        path = self.root.resolve()
-        for d in [path, *path.parents]:
-            st = d.stat()
-            if _shared_tmp(st):
-                return
-            if st.st_mode & stat.S_IXOTH:
-                continue
-            if st.st_uid != os.geteuid() or not any(_shared_tmp(p.stat()) for p in d.parents):
-                raise PostgresError(f"Postgres runs as {self.user.pw_name} and cannot reach {self.root}: {d} is not "
-                                    "searchable by others; give the run a data folder under the temp directory, or "
-                                    "run memmatrix as a non-root user")
-            os.chmod(d, st.st_mode | stat.S_IXOTH)
+        try:
+            grant_search(self.root, self.user.pw_name, "Postgres")
+        except PermissionError as exc:
+            raise PostgresError(str(exc)) from None
 
     # ------------------------------------------------------------------ lifecycle
     def _prepare(self) -> bool:
