@@ -4,6 +4,7 @@
 # The compose runs need Docker (scripts/offline-docker.sh); without a registry also set
 #   MEMMATRIX_BASE_IMAGE=memmatrix/base:bookworm MEMMATRIX_FALKORDB_IMAGE=memmatrix/falkordb-lite:0.11.0
 #   MEMMATRIX_LETTA_IMAGE=memmatrix/letta-server:0.16.8 MEMMATRIX_PGVECTOR_IMAGE=memmatrix/pgvector-lite:16
+#   MEMMATRIX_HINDSIGHT_PG_IMAGE=memmatrix/pg0-postgres:18
 # and, where PyTorch's CPU index is unreachable, serve the torch 2.13.0+cpu wheel for A-MEM's image:
 #   scripts/wheel-index.sh <folder holding it> & MEMMATRIX_TORCH_INDEX_URL=http://127.0.0.1:18480/simple
 # --replace: a new protocol or dataset version replaces the committed result of the older one.
@@ -14,7 +15,7 @@ out=${1:-results}
 
 $mm run --replace --out "$out"                                         # every system, both protocols, embedded
 $mm run --replace --system mem0@1.0.11 --out "$out"
-for system in reference mem0@2.2.1 mem0@1.0.11 graphiti letta mempalace langmem cognee amem; do
+for system in reference mem0@2.2.1 mem0@1.0.11 graphiti letta mempalace langmem cognee amem hindsight; do
   $mm run --replace --system "$system" --runtime compose --out "$out"
 done
 # Graphiti's other delete paths (the REST server's) and an extractor that resolves no dates
