@@ -100,9 +100,15 @@ def test_run_report_verify_diff_round_trip(tmp_path, capsys):
     cell = next(c for c in r["cases"][0]["cells"] if c["step"] == "6")
     cell.update(verdict="FAIL", reason="canary still reachable")
     (new / "result.json").write_text(json.dumps(r))
-    assert main(["diff", str(old), str(new)]) == 1
+    assert main(["diff", str(old), str(new)]) == 3  # versions are compared only when asked
+    assert "Nothing was comparable." in capsys.readouterr().out
+    assert main(["diff", "--across-versions", str(old), str(new)]) == 1
     text = capsys.readouterr().out
     assert "| regression | reference | 1.0 → 1.1 | inprocess | identifier-locker-code | 6 | PASS → FAIL |" in text
+    assert text.endswith("change(s).\n\n")  # a heading appended after the report renders
+    assert main(["diff", "--across-versions", "--json", str(old), str(new)]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["regressions"] == 1 and data["changes"][0]["step"] == "6" and data["changes"][0]["kind"] == "regression"
     assert main(["verify", str(new)]) == 1  # the forged cell does not re-derive
 
 
@@ -111,9 +117,37 @@ def test_diff_refuses_to_compare_different_setups(tmp_path, capsys):
     assert main(["run", "--system", "notes", "--runtime", "inprocess", "--out", str(out)]) == 0
     assert main(["run", "--system", "notes", "--runtime", "inprocess", "--seed", "3", "--out", str(tmp_path / "b")]) == 0
     capsys.readouterr()
-    assert main(["diff", str(out), str(tmp_path / "b")]) == 0
+    assert main(["diff", str(out), str(tmp_path / "b")]) == 3  # a gate that compared nothing does not pass
     text = capsys.readouterr().out
     assert "not compared" in text and "Nothing was comparable." in text
+
+
+def test_a_tree_diff_pairs_each_run_with_its_own_version(tmp_path, capsys):
+    """Two versions of one system in one tree share a fingerprint; each must pair with itself, not across."""
+    base = tmp_path / "base"
+    assert main(["run", "--system", "notes", "--protocol", "deletion", "--runtime", "inprocess", "--out", str(base)]) == 0
+    old = base / "deletion" / "notes" / "1.0" / "inprocess"
+    forged = base / "deletion" / "notes" / "0.9" / "inprocess"
+    shutil.copytree(old, forged)
+    r = json.loads((forged / "result.json").read_text())
+    r["stamp"]["system"]["version"] = "0.9"
+    for case in r["cases"]:
+        for cell in case["cells"]:
+            cell["verdict"] = "PASS"
+    (forged / "result.json").write_text(json.dumps(r))
+    new = tmp_path / "new"
+    shutil.copytree(base, new)
+    capsys.readouterr()
+    assert main(["diff", str(base), str(new)]) == 0
+    text = capsys.readouterr().out
+    assert "No state changed." in text and text.count("- compared") == 2
+    # the baseline must not be the results folder (or inside it)
+    assert main(["diff", str(new), str(new)]) == 2
+    assert "is (or holds, or lies inside) the results folder" in capsys.readouterr().err
+    assert main(["diff", str(new / "deletion"), str(new)]) == 2
+    # across versions, one side holding two versions of one setup is refused, not guessed
+    assert main(["diff", "--across-versions", str(base), str(new)]) == 2
+    assert "holds two runs of one setup" in capsys.readouterr().err
 
 
 def test_verify_of_an_empty_folder_says_what_to_do(tmp_path, capsys):
@@ -151,11 +185,14 @@ def test_a_broken_result_given_to_report_or_diff_is_named(tmp_path, capsys, comm
     bad = tmp_path / "r" / "x"
     bad.mkdir(parents=True)
     (bad / "result.json").write_text('{"kind": "memmatrix.result"}')
-    args = [str(tmp_path / "r")] * (2 if command == "diff" else 1)
+    if command == "diff":
+        shutil.copytree(tmp_path / "r", tmp_path / "baseline")
+    args = ([str(tmp_path / "baseline")] if command == "diff" else []) + [str(tmp_path / "r")]
     assert main([command, *args]) == 2
     err = capsys.readouterr().err
-    assert f"{bad / 'result.json'} is not a memmatrix result" in err and "Traceback" not in err
-    (bad / "result.json").write_text("{not json")
+    named = (tmp_path / "baseline" / "x") if command == "diff" else bad  # the baseline is read first
+    assert f"{named / 'result.json'} is not a memmatrix result" in err and "Traceback" not in err
+    (named / "result.json").write_text("{not json")
     assert main([command, *args]) == 2
     assert "cannot be read as JSON" in capsys.readouterr().err
 

@@ -117,6 +117,7 @@ def test_compose_gives_the_embedded_transcript(mem0_config, tmp_path):
 
 def load_adapter(monkeypatch):
     monkeypatch.setitem(sys.modules, "adapterkit", memmatrix.adapterkit)
+    monkeypatch.syspath_prepend(str(ROOT / "systems" / "mem0"))  # the folder's own modules (compat), as the runtime does
     spec = importlib.util.spec_from_file_location("mem0_adapter_under_test", ROOT / "systems/mem0/adapter.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -125,7 +126,9 @@ def load_adapter(monkeypatch):
 
 def test_messages_probe_matches_the_scope_exactly(monkeypatch, tmp_path):
     adapter = object.__new__(load_adapter(monkeypatch).Mem0Adapter)  # the helpers, without a mem0 install
-    adapter.v1, adapter.history_db = False, tmp_path / "history.db"
+    compat = load_adapter(monkeypatch).compat
+    adapter.history_db = tmp_path / "history.db"
+    adapter.f = compat.Features(**{k: k == "messages_table" for k in compat.Features.__dataclass_fields__})  # a 2.x
     con = sqlite3.connect(adapter.history_db)
     con.execute("CREATE TABLE messages (id TEXT, session_scope TEXT, role TEXT, content TEXT, name TEXT, created_at TEXT)")
     con.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, NULL, NULL)", [

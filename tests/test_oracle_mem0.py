@@ -8,6 +8,7 @@ that a call is recognised by what it asks for (tools, output format), not by its
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,13 @@ def test_other_json_and_tool_calls_are_not_taken_for_mem0():
     tool = copy.deepcopy(request("mem0-1.0.11-extract_entities-query"))
     tool["tools"][0]["function"]["name"] = "web_search"
     assert ask(tool).dialect == "unmatched"
+
+
+def test_0_1_x_decision_reads_old_memories_in_a_two_backtick_fence():
+    """0.1.9-0.1.69 fence the old memories with two backticks: the oracle must see them (else it only ever ADDs,
+    answering 'matched' with a duplicate), and three-backtick prompts parse as before."""
+    text = request("mem0-0.1.27-decision")["messages"][-1]["content"]
+    old, new = mem0.parse_decision_prompt(text)
+    assert old == [{"id": "0", "text": "User said: My dog is called Rex."}]
+    assert new == ["User said: I live in Lisbon."]
+    assert mem0.parse_decision_prompt(re.sub(r"(?<!`)``(?!`)", "```", text)) == (old, new)  # 0.1.70 on

@@ -1,7 +1,8 @@
 """The ``memmatrix`` command. Only this module turns errors into exit codes.
 
 Exit codes: 0 success; 1 a check failed (verify found a difference, diff found a
-regression); 2 something the user must fix (the message names it and the fix).
+regression); 2 something the user must fix (the message names it and the fix); 3 diff
+compared nothing (a gate must not pass by comparing nothing).
 """
 
 from __future__ import annotations
@@ -26,58 +27,27 @@ def _systems(config: Config, wanted: list[str] | None) -> list[str]:
 
 
 def cmd_run(ns: argparse.Namespace, config: Config) -> int:
-    from .cases import default_case_file, load_cases
-    from .protocols import get_protocol
-    from .request import RunRequest, check_options, check_out
-    from .run import execute
-    from .systems import resolve_system
     from .artifacts import clean_stale
+    from .batch import Batch
+    from .systems import ensure_lock, resolve_system
 
     # everything a user must fix is found before anything starts
-    out = Path(ns.out)
-    check_out(out)
-    if ns.protocol is None and ns.cases:  # a case file names its protocol
-        from .cases import read_case_json
-        ns.protocol = [read_case_json(Path(ns.cases)).get("protocol", "")]
-    names = [p.strip() for item in (ns.protocol or protocol_names()) for p in item.split(",") if p.strip()]
-    protocols = [get_protocol(p) for p in names]
+    batch = Batch.from_args(config, protocol=ns.protocol, cases=ns.cases, runtime=ns.runtime, out=ns.out,
+                            seed=ns.seed, no_judge=ns.no_judge, option=ns.option, replace=ns.replace)
     specs = [resolve_system(s, config, python=ns.python) for s in _systems(config, ns.system)]
-    if ns.cases and len(protocols) > 1:
-        raise MemmatrixError("--cases names one case file, so give exactly one --protocol with it")
-    defaults = {p.name: default_case_file(config, p.name) for p in protocols if not ns.cases}
-    loaded = {p.name: load_cases(Path(ns.cases) if ns.cases else defaults[p.name], config, p) for p in protocols}
-    from .model import GatewaySettings
-    gateway = GatewaySettings.from_env()
-    options = {}
-    for item in ns.option or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise MemmatrixError(f"--option {item!r} is not KEY=VALUE (e.g. --option forget_path=edge_delete)")
-        options[key.strip()] = value
-    requests = []
-    for spec in specs:
-        for protocol in protocols:
-            cf = loaded[protocol.name]
-            newest = cf.sha256 == load_cases(default_case_file(config, protocol.name), config, protocol).sha256
-            req = RunRequest(spec=spec, protocol=protocol, cases=cf, runtime=ns.runtime, out=out, seed=ns.seed,
-                             gateway=gateway, judge=not ns.no_judge, options=options, default_cases=newest,
-                             replace=ns.replace)
-            if spec.folder is not None:
-                check_options(req, spec.meta.get("options"))
-            requests.append(req)
-    clean_stale(out) if out.exists() else None
-    failures = []
+    requests = [batch.request(spec, protocol) for spec in specs for protocol in batch.protocols]
+    clean_stale(batch.out) if batch.out.exists() else None
+    failures, locked = [], {}
     for req in requests:
-        spec, protocol = req.spec, req.protocol
-        label = f"{spec.name}{'@' + spec.version if spec.version else ''} · {protocol.name} · {ns.runtime}"
-        print(f"memmatrix: running {label}", file=sys.stderr, flush=True)
-        try:
-            where = execute(req, config)
+        try:  # a release not pinned in system.yaml gets its generated lock first (once per system and version)
+            key = (req.spec.name, req.spec.version)
+            req.spec = locked[key] = locked.get(key) or ensure_lock(req.spec, config)
         except MemmatrixError as exc:
-            failures.append(f"{label}: {exc}")
-            print(f"memmatrix: {label} could not run: {exc}", file=sys.stderr, flush=True)
+            failures.append(f"{req.spec.name}@{req.spec.version}: {exc}")
             continue
-        print(f"memmatrix: wrote {where}", file=sys.stderr, flush=True)
+        where = batch.execute(req, config)
+        if isinstance(where, str):
+            failures.append(where)
     if failures:
         print(f"memmatrix: {len(failures)} run(s) did not produce a result:\n  - " + "\n  - ".join(failures),
               file=sys.stderr)
@@ -101,6 +71,11 @@ def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
                 print(f"  - {p}")
         else:
             print(f"ok   {path}" + (" (re-run reproduced it)" if ns.rerun else ""))
+    from .history import check_history, find_histories
+    for path in find_histories([Path(p) for p in ns.paths]):  # what a sweep recorded beside its results
+        problems = check_history(path, config)
+        bad += bool(problems)
+        print(("FAIL " if problems else "ok   ") + str(path) + "".join(f"\n  - {p}" for p in problems))
     if bad:
         print(f"memmatrix verify: {bad} result(s) could not be re-derived from their artifacts"
               + (" or re-run" if ns.rerun else ""))
@@ -119,10 +94,74 @@ def cmd_report(ns: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
+    import json
     from .diff import diff
-    report = diff([Path(ns.old)], [Path(ns.new)], config)
-    sys.stdout.write(report.render())
+    report = diff([Path(ns.old)], [Path(ns.new)], config, across_versions=ns.across_versions)
+    sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n" if ns.json else report.render())
+    if not report.compared:
+        print("memmatrix diff: nothing was comparable (see 'not compared'); exit 3 so a gate cannot pass on it",
+              file=sys.stderr)
+        return 3
     return 1 if report.regressions else 0
+
+
+def _batch(ns: argparse.Namespace, config: Config):
+    from .batch import Batch
+    return Batch.from_args(config, protocol=ns.protocol, cases=None, runtime=ns.runtime, out=ns.out, seed=ns.seed,
+                           no_judge=ns.no_judge, option=ns.option, replace=False)
+
+
+def cmd_sweep(ns: argparse.Namespace, config: Config) -> int:
+    from .history import Measurer, bisect, history_file, save_history, start_history, sweep
+    from .releases import select
+    from .stamp import now_utc
+    batch = _batch(ns, config)
+    history, ranges = start_history(ns.system, config, batch.out)
+    versions = select(ns.versions, [r["version"] for r in history["releases"]], ranges)
+    print(f"memmatrix: sweeping {ns.system} over {len(versions)} release(s): {', '.join(versions)}", file=sys.stderr)
+    measurer = Measurer(ns.system, batch, config)
+    failures = sweep(measurer, versions, again=ns.again)
+    history["sweeps"].append({"at": now_utc(), "spec": ns.versions, "versions": versions,
+                              "protocols": [p.name for p in batch.protocols], "runtime": batch.runtime,
+                              "options": batch.options, "failures": failures})
+    if ns.bisect:
+        history["bisections"] += bisect(measurer, history, ranges)
+    save_history(history_file(batch.out, ns.system), history, config)
+    print(f"memmatrix: {measurer.runs} run(s); history in {history_file(batch.out, ns.system)}", file=sys.stderr)
+    for f in failures:
+        print(f"memmatrix: {ns.system} {f['version']} · {f['protocol']}: no result: {f['error']}", file=sys.stderr)
+    return 2 if failures else 0
+
+
+def cmd_bisect(ns: argparse.Namespace, config: Config) -> int:
+    from .history import Measurer, bisect, history_file, load_history, save_history
+    from .releases import Ranges
+    from .systems import load_system_yaml, resolve_system
+    batch = _batch(ns, config)
+    spec = resolve_system(ns.system, config)
+    history = load_history(history_file(batch.out, ns.system), config)
+    if history is None:
+        raise MemmatrixError(f"{history_file(batch.out, ns.system)} does not exist: bisect works between the releases "
+                             f"a sweep measured; run `memmatrix sweep --system {ns.system} --versions SPEC` first")
+    measurer = Measurer(ns.system, batch, config)
+    entries = bisect(measurer, history, Ranges.of(load_system_yaml(spec.folder, config)))
+    history["bisections"] += entries
+    save_history(history_file(batch.out, ns.system), history, config)
+    failed = [r for e in entries for r in e["runs"] if r.get("error")]
+    print(f"memmatrix: bisect ran {measurer.runs} release(s)" + (f", {len(failed)} could not run" if failed else ""),
+          file=sys.stderr)
+    return 0
+
+
+def cmd_timeline(ns: argparse.Namespace, config: Config) -> int:
+    from .timeline import render
+    base = Path(ns.output).parent if ns.output else Path.cwd()
+    text = render(Path(ns.out), config, ns.system, base=base)
+    if ns.output:
+        Path(ns.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def cmd_systems(ns: argparse.Namespace, config: Config) -> int:
@@ -201,10 +240,38 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--append", action="store_true", help="add to the end of --output instead of replacing it")
     rp.set_defaults(func=cmd_report)
 
-    d = sub.add_parser("diff", help="state changes between comparable runs; exit 1 on a regression")
+    d = sub.add_parser("diff", help="state changes between comparable runs; exit 1 on a regression, 3 when nothing was comparable")
     d.add_argument("old", metavar="OLD")
     d.add_argument("new", metavar="NEW")
+    d.add_argument("--across-versions", action="store_true",
+                   help="pair runs of different system versions (one version on each side) instead of the same version")
+    d.add_argument("--json", action="store_true", help="the changes as JSON (for machines) instead of Markdown")
     d.set_defaults(func=cmd_diff)
+
+    for name, helptext in (("sweep", "measure a system over sampled releases from its package index"),
+                           ("bisect", "run the releases between two measured ones until every change point is exact")):
+        w = sub.add_parser(name, help=helptext)
+        w.add_argument("--system", required=True, metavar="NAME", help="a system folder with a releases block")
+        if name == "sweep":
+            w.add_argument("--versions", required=True, metavar="SPEC",
+                           help="comma-separated: 1.0.11 | 0.1.0..2.2.1 | every:N | A..B:every:N | spread:N "
+                                "(N releases evenly over the drivable ones)")
+            w.add_argument("--again", action="store_true", help="run releases that already have a result again")
+            w.add_argument("--bisect", action="store_true", help="then bisect every change point (as `memmatrix bisect`)")
+        w.add_argument("--protocol", action="append", default=None, metavar="NAME",
+                       help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: all of them")
+        w.add_argument("--runtime", default="embedded", choices=RUNTIMES, help="where adapters run (default: embedded)")
+        w.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
+        w.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
+        w.add_argument("--option", action="append", metavar="KEY=VALUE", help="an adapter option")
+        w.add_argument("--no-judge", action="store_true", help="never consult the pinned judge")
+        w.set_defaults(func=cmd_sweep if name == "sweep" else cmd_bisect)
+
+    t = sub.add_parser("timeline", help="each swept system's verdicts across releases, with its change points")
+    t.add_argument("out", nargs="?", default="results", metavar="DIR", help="results folder (default: results)")
+    t.add_argument("--system", action="append", metavar="NAME", help="only this system; repeatable")
+    t.add_argument("--output", metavar="FILE", help="write to FILE (links relative to it) instead of stdout")
+    t.set_defaults(func=cmd_timeline)
 
     s = sub.add_parser("systems", help="list the systems under systems/")
     s.set_defaults(func=cmd_systems)

@@ -18,6 +18,7 @@ VARIABLES = {
     "MEMMATRIX_SETTLE_TIMEOUT": "seconds to wait for quiescence, or to poll a system without a signal (default 30)",
     "MEMMATRIX_START_TIMEOUT": "seconds an adapter server may take to start answering (default 120)",
     "MEMMATRIX_BASE_IMAGE": "compose runtime: the image every Dockerfile starts FROM (default python:3.11-slim)",
+    "MEMMATRIX_INDEX_URL": "sweep/bisect: the package index releases are listed and locked from (default https://pypi.org/simple)",
 }
 
 

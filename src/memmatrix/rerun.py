@@ -21,7 +21,7 @@ from .errors import MemmatrixError
 from .model import GatewaySettings
 from .protocols import get_protocol
 from .request import RunRequest
-from .systems import resolve_system
+from .systems import ensure_lock, resolve_system
 from .verify import load_result
 
 
@@ -47,6 +47,7 @@ def _system(stamp: dict, config: Config):
     if sha256_file(spec.adapter_file) != sysd["adapter_sha256"]:
         raise MemmatrixError(f"the adapter {sysd['adapter']} changed since the run (sha256 differs): a re-run would "
                              "measure another adapter; check out the commit in the stamp")
+    spec = ensure_lock(spec, config)  # a swept release's generated lock (cached, or made again from its input)
     if spec.lock_sha256 != sysd.get("lock_sha256"):
         raise MemmatrixError(f"the lock file of {sysd['name']} {sysd['version']} changed since the run")
     return spec

@@ -14,6 +14,7 @@ from .canon import sha256_file
 from .config import Config
 from .errors import SystemNotFound, SystemSpecError
 from .model.dialectsource import DialectSource, load_dialects, read_dialect_source
+from .releases import Ranges
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class SystemSpec:
     lock: Path | None = None
     python: str | None = None  # interpreter for an ad-hoc adapter (--python)
     oracle: DialectSource | None = None  # the system's own oracle dialects (system.yaml ``oracle``), checked
+    requirements: str | None = None  # a release not pinned in system.yaml: its lock's input (ensure_lock)
 
     @property
     def version_meta(self) -> dict:
@@ -111,8 +113,9 @@ def resolve_system(text: str, config: Config, python: str | None = None) -> Syst
                              f"(or pass path/to/adapter.py:ClassName)")
     meta = load_system_yaml(folder, config)
     version = version or meta["default_version"]
+    requirements = None
     if version not in meta["versions"]:
-        raise SystemNotFound(f"system {name!r} pins no version {version!r}; pinned: {', '.join(meta['versions'])}")
+        meta, requirements = _release(name, version, meta, folder)
     file, _, cls = meta["adapter"].rpartition(":")
     lock = meta["versions"][version].get("lock")
     oracle = None
@@ -120,4 +123,39 @@ def resolve_system(text: str, config: Config, python: str | None = None) -> Syst
         oracle = read_dialect_source(name, folder, meta["oracle"], shown(folder, config))
         load_dialects(oracle)
     return SystemSpec(name=name, version=version, adapter=f"{(folder / file).resolve()}:{cls}", folder=folder,
-                      meta=meta, lock=(folder / lock) if lock else None, oracle=oracle)
+                      meta=meta, lock=(folder / lock) if lock else None, oracle=oracle, requirements=requirements)
+
+
+def _release(name: str, version: str, meta: dict, folder: Path) -> tuple[dict, str | None]:
+    """A release system.yaml does not pin but its ``releases`` block lets the adapter drive: its lock is the
+    folder's ``locks/<version>.txt`` when committed, otherwise generated from the block (see ``ensure_lock``)."""
+    ranges = Ranges.of(meta)
+    if ranges is None:
+        raise SystemNotFound(f"system {name!r} pins no version {version!r}; pinned: {', '.join(meta['versions'])}")
+    why = ranges.refusal(version)
+    if why:
+        raise SystemNotFound(f"system {name!r}: the adapter cannot drive {version} ({why}); see the releases "
+                             f"block of {name}/system.yaml")
+    entry: dict = {"python": ranges.python} if ranges.python else {}
+    committed = folder / "locks" / f"{version}.txt"
+    requirements = None
+    if committed.is_file():
+        entry["lock"] = f"locks/{version}.txt"
+    else:
+        requirements = "".join(line + "\n" for line in ranges.requirements_for(version))
+    return {**meta, "versions": {**meta["versions"], version: entry}}, requirements
+
+
+def ensure_lock(spec: SystemSpec, config: Config) -> SystemSpec:
+    """The spec with its lock in place: a generated release's lock is made once (uv) and cached."""
+    if spec.lock is not None or not spec.requirements:
+        return spec
+    from dataclasses import replace
+    from .locking import cached_lock_path, generate_lock
+    from .releases import index_url
+    from .runtimes.venv import base_python, python_version
+    full = python_version(base_python(spec))
+    index = index_url()
+    path = cached_lock_path(config, spec.name, spec.version, spec.requirements, full, index)
+    generate_lock(config, path, spec.requirements, full, index, f"{spec.name} {spec.version}")
+    return replace(spec, lock=path)

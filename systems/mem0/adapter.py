@@ -1,5 +1,6 @@
-"""mem0 (PyPI mem0ai) in library mode: 2.2.1 (ADD-only extraction) and 1.0.11 (LLM ADD/UPDATE/DELETE
-decisions, embedded kuzu graph). One adapter; the installed version decides the API it speaks.
+"""mem0 (PyPI mem0ai) in library mode: 2.x (ADD-only extraction), 0.1.9-1.0.11 (LLM ADD/UPDATE/DELETE
+decisions; the embedded kuzu graph from 0.1.117). One adapter; what the installed release offers decides the
+API it speaks (compat.detect(): from its code, never its version string).
 
 Setup, as measured offline (see the reference notes): MEM0_TELEMETRY=False and a scratch MEM0_DIR
 set before mem0 is imported; qdrant local; the sqlite history DB (mem0's default place under MEM0_DIR);
@@ -25,6 +26,7 @@ from importlib.metadata import version as installed
 from pathlib import Path
 
 from adapterkit import contains, coverage
+import compat
 
 MEM0_DEFAULT_DIMS = 1536  # mem0's OpenAI embedder and qdrant config default (embedding_dims / embedding_model_dims)
 FORGET_COVERAGE = 0.8  # a memory is what the request names when it holds 80% of its content words
@@ -39,7 +41,6 @@ def _relation_line(rel: dict) -> str:
 class Mem0Adapter:
     def __init__(self, config: dict):
         self.version = installed("mem0ai")
-        self.v1 = self.version.startswith("1.")
         data = Path(config["data_dir"]) / "mem0"
         mem0_dir = data / "mem0dir"
         mem0_dir.mkdir(parents=True, exist_ok=True)
@@ -48,24 +49,39 @@ class Mem0Adapter:
         os.environ["MEM0_DIR"] = str(mem0_dir)           # otherwise ~/.mem0/config.json is written
         from mem0 import Memory
 
+        self.f = f = compat.detect()
+        compat.silence_telemetry(f)
         model = config["model"]
+        if f.env_beats_config:  # before 0.1.12 the openai clients prefer these variables to the config
+            os.environ["OPENAI_API_KEY"] = model["api_key"]
+            os.environ["OPENAI_API_BASE"] = os.environ["OPENAI_BASE_URL"] = model["base_url"]
         self.dims = int(model.get("embedding_dims") or MEM0_DEFAULT_DIMS)
-        embedder = {"model": model["embedding_model"], "api_key": model["api_key"], "openai_base_url": model["base_url"]}
+        embedder = {"model": model["embedding_model"], "api_key": model["api_key"]}
+        llm = {"model": model["chat_model"], "api_key": model["api_key"]}
+        if f.emb_base_url:
+            embedder["openai_base_url"] = model["base_url"]
+        if f.llm_base_url:
+            llm["openai_base_url"] = model["base_url"]
         vectors = {"path": str(data / "qdrant")}  # mem0's default path is /tmp/qdrant, shared by every run
         if self.dims != MEM0_DEFAULT_DIMS:  # an embedder that cannot give mem0's default size (MiniLM: 384)
             embedder["embedding_dims"] = vectors["embedding_model_dims"] = self.dims
+        self.on_disk = f.wipes_path  # before 1.0.8 a local path is deleted at start-up unless on_disk
+        if self.on_disk:
+            vectors["on_disk"] = True
         cfg = {
-            "llm": {"provider": "openai", "config": {"model": model["chat_model"], "api_key": model["api_key"],
-                                                     "openai_base_url": model["base_url"]}},
+            "llm": {"provider": "openai", "config": llm},
             "embedder": {"provider": "openai", "config": embedder},
             "vector_store": {"provider": "qdrant", "config": vectors},
         }
         if preloaded:
             cfg["history_db_path"] = str(mem0_dir / "history.db")
-        if self.v1:  # graph memory is opt-in in 1.x; kuzu's default db is ":memory:", lost on every restart
+        if f.set_v11:
+            cfg["version"] = "v1.1"
+        if f.kuzu:  # graph memory is opt-in; kuzu's default db is ":memory:", lost on every restart
             cfg["graph_store"] = {"provider": "kuzu", "config": {"db": str(data / "kuzu.db")}}
         self.owners_file = data / "owners.json"  # which memory ids each scope's writes produced
         self.m = Memory.from_config(cfg)
+        self.graph = bool(getattr(self.m, "enable_graph", False))
         self.history_db = Path(self.m.config.history_db_path)
 
     # ------------------------------------------------------------------ helpers
@@ -80,25 +96,22 @@ class Mem0Adapter:
         self.owners_file.write_text(json.dumps(owners))
         return ids
 
-    def _search(self, query: str, scope: str, k: int | None = None) -> dict:
-        """mem0's search(); k None keeps its own default size (2.x top_k=20, 1.x limit=100)."""
-        if self.v1:
-            return self.m.search(query, user_id=scope, **({"limit": k} if k else {}))
-        return self.m.search(query, filters={"user_id": scope}, **({"top_k": k} if k else {}))
-
-    def _all(self, scope: str) -> list[dict]:
-        res = self.m.get_all(user_id=scope, limit=1000) if self.v1 else self.m.get_all(filters={"user_id": scope}, top_k=1000)
-        return res["results"]
+    def _search(self, query: str, scope: str, k: int | None = None):
+        """mem0's search(); k None keeps its own default size (2.x top_k=20, before limit=100)."""
+        if self.f.search_v2:
+            return self.m.search(query, filters={"user_id": scope}, **({"top_k": k} if k else {}))
+        return self.m.search(query, user_id=scope, **({"limit": k} if k else {}))
 
     def _history_rows(self) -> list[dict]:
-        if not self.history_db.exists():
-            return []
-        con = sqlite3.connect(self.history_db)
-        con.row_factory = sqlite3.Row
-        try:
-            return [dict(r) for r in con.execute("SELECT * FROM history ORDER BY rowid")]
-        finally:
-            con.close()
+        return compat.history_rows(self.history_db) if self.history_db.exists() else []
+
+    def _add(self, scope: str, messages: list, infer: bool) -> list[str]:
+        before = len(self._history_rows())
+        out = self.m.add(messages, user_id=scope, **({"infer": infer} if self.f.infer else {}))
+        got = [r for r in compat.results(out) if isinstance(r, dict) and r.get("id")]
+        if not got:  # before 0.1.20 add() returns no ids: the history rows it wrote name them
+            got = [{"id": r["memory_id"]} for r in self._history_rows()[before:] if r.get("memory_id")]
+        return self._own(scope, got)
 
     def _session_scope(self, scope: str) -> str:
         """The messages table's key for a scope, built by mem0's own function (2.x main._build_session_scope)."""
@@ -109,8 +122,8 @@ class Mem0Adapter:
         return _build_session_scope({"user_id": scope})
 
     def _messages(self, scope: str) -> list[str]:
-        if self.v1 or not self.history_db.exists():
-            return []  # 1.x keeps no raw message table
+        if not self.f.messages_table or not self.history_db.exists():
+            return []  # before 2.0 mem0 keeps no raw message table
         con = sqlite3.connect(self.history_db)
         try:
             if not con.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='messages'").fetchone():
@@ -130,9 +143,9 @@ class Mem0Adapter:
             {"name": "history-db", "kind": "sql", "role": "primary",
              "description": "sqlite history log: ADD/UPDATE/DELETE rows with old and new text"},
         ]
-        if self.v1:
+        if self.graph:
             stores.append({"name": "graph-store", "kind": "graph", "description": "embedded kuzu: entity relations"})
-        else:
+        if self.f.messages_table:
             stores.append({"name": "messages-table", "kind": "buffer", "role": "primary",
                            "description": "the raw messages mem0 2.x keeps per scope and shows the next extraction"})
         return {
@@ -148,7 +161,8 @@ class Mem0Adapter:
                 "probe": {"support": "supported"},
                 "audit": {"support": "supported"},
                 "share": no("mem0 OSS has no share or export to another user"),
-                "import_history": {"support": "supported"},
+                "import_history": {"support": "supported"} if self.f.infer else
+                no("this release's add() has no infer=False (from 0.1.69): every write is extracted"),
             },
             "doors": [{"name": "search", "description": "search() at its default size, its result as JSON with every field "
                                                         "mem0 returns, as mem0's MCP servers hand it to an agent"}],
@@ -175,28 +189,42 @@ class Mem0Adapter:
         if self.dims != MEM0_DEFAULT_DIMS:
             notes.append(f"embedding_dims {self.dims}: the gateway's embedder gives {self.dims} dimensions, "
                          f"not mem0's default {MEM0_DEFAULT_DIMS}")
-        if self.v1:
-            notes.append("graph memory enabled (opt-in in 1.x): graph_store kuzu, its db a file under the run's data "
+        if self.graph:
+            notes.append("graph memory enabled (opt-in): graph_store kuzu, its db a file under the run's data "
                          "directory (kuzu's default :memory: is lost when the system restarts)")
-        else:
+        if self.f.messages_table:
             notes.append("without fastembed and spaCy: mem0 2.x's BM25 keyword scoring (fastembed's Qdrant/bm25 "
                          "model) and its entity linking and lemmatisation (spaCy's en_core_web_sm) download their "
                          "models at run time, which cannot happen offline, so search is semantic only (bm25_score "
                          "and entity_boost 0, as mem0 falls back when they are missing)")
+        notes += [why for flag, why in (
+            (not self.f.telemetry_switch, "no MEM0_TELEMETRY switch before 0.1.12: PostHog's client is disabled "
+                                          "after import"),
+            (self.f.env_beats_config, "before 0.1.12 the openai clients prefer OPENAI_API_KEY/OPENAI_API_BASE to the "
+                                      "config: both are set to the gateway too"),
+            (self.f.set_v11, "version v1.1 (this release defaults to v1.0, whose results are a bare list)"),
+            (self.on_disk, "qdrant on_disk: this release deletes a local qdrant path at start-up otherwise, so a "
+                           "restart would forget everything"),
+            (not self.f.native_reset, "reset emulated (Memory.reset breaks a local qdrant before 0.1.94): the "
+                                      "collection and the history table are emptied through mem0's own objects"),
+        ) if flag]
         return notes
 
     def reset(self) -> None:
-        self.m.reset()
+        if self.f.native_reset:
+            self.m.reset()
+            if self.graph and not self.f.reset_resets_graph:
+                self.m.graph.reset()
+        else:
+            compat.emulated_reset(self.m, self.dims, self.on_disk)
         self.owners_file.unlink(missing_ok=True)
 
     def write(self, scope: str, at: str, messages: list) -> dict:
-        out = self.m.add(messages, user_id=scope, infer=True)
-        return {"ids": self._own(scope, out.get("results", []))}
+        return {"ids": self._add(scope, messages, infer=True)}
 
     def import_history(self, scope: str, at: str, messages: list) -> dict:
         """mem0's direct import path: add(infer=False) stores each message verbatim, no extraction."""
-        out = self.m.add(messages, user_id=scope, infer=False)
-        return {"ids": self._own(scope, out.get("results", [])), "path": "add(infer=False)"}
+        return {"ids": self._add(scope, messages, infer=False), "path": "add(infer=False)"}
 
     def settle(self, timeout_s: float) -> dict:
         return {"quiescent": True, "detail": "library mode: every call returns after its work is applied"}
@@ -206,8 +234,8 @@ class Mem0Adapter:
         no status, no validity), and each graph relation (1.x)."""
         items = [{"id": r["id"], "text": r["memory"], "score": r.get("score"), "kind": "memory",
                   "created_at": r.get("created_at"), "updated_at": r.get("updated_at")}
-                 for r in res.get("results", [])]
-        items += [{"text": _relation_line(rel), "kind": "relation"} for rel in res.get("relations", []) or []]
+                 for r in compat.results(res)]
+        items += [{"text": _relation_line(rel), "kind": "relation"} for rel in compat.relations(res)]
         return items
 
     def door(self, query: str, scope: str, door: str, at: str) -> dict:
@@ -220,7 +248,7 @@ class Mem0Adapter:
         return {"items": [i for i in self._items(self._search(query, scope, k)) if i["kind"] == "memory"]}
 
     def _matching(self, scope: str, text: str) -> list[dict]:
-        return [r for r in self._search(text, scope, 20)["results"] if coverage(text, r["memory"]) >= FORGET_COVERAGE]
+        return [r for r in compat.results(self._search(text, scope, 20)) if coverage(text, r["memory"]) >= FORGET_COVERAGE]
 
     def forget(self, scope: str, at: str, text: str) -> dict:
         ids = [r["id"] for r in self._matching(scope, text)]
@@ -231,7 +259,7 @@ class Mem0Adapter:
     def update(self, scope: str, at: str, text: str, new_text: str) -> dict:
         hits = self._matching(scope, text)[:1]
         for r in hits:
-            self.m.update(r["id"], new_text) if self.v1 else self.m.update(r["id"], text=new_text)
+            self.m.update(r["id"], new_text)  # positional: the parameter is `data` before 2.0.12, `text` after
         return {"ids": [r["id"] for r in hits]}
 
     def audit(self, scope: str) -> dict:
@@ -245,9 +273,11 @@ class Mem0Adapter:
     def probe(self, store: str, scope: str, needle: dict) -> dict:
         token = needle["token"]
         if store == "vector-store":
-            vec = self.m.embedding_model.embed(needle["text"], "search")
-            # positional: 2.x calls the count top_k, 1.x calls it limit
-            hits = self.m.vector_store.search(needle["text"], vec, 1, {"user_id": scope})
+            text = needle["text"]
+            vec = self.m.embedding_model.embed(text, "search") if self.f.embed_action else self.m.embedding_model.embed(text)
+            # positional: 2.x calls the count top_k, before it is limit; before 0.1.74 there is no query text
+            hits = (self.m.vector_store.search(text, vec, 1, {"user_id": scope}) if self.f.vs_text_first
+                    else self.m.vector_store.search(vec, 1, {"user_id": scope}))
             if not hits:
                 return {"state": "absent", "evidence": [], "distance": None}
             top = hits[0]
@@ -270,7 +300,7 @@ class Mem0Adapter:
             hits = [m for m in self._messages(scope) if contains(m, token)]
             return {"state": "present" if hits else "absent", "evidence": hits}
         if store == "graph-store":
-            rels = self.m.graph.get_all({"user_id": scope}, limit=1000) if self.v1 else []
+            rels = self.m.graph.get_all({"user_id": scope}, limit=1000) if self.graph else []
             lines = [_relation_line(r) for r in rels]
             hits = [ln for ln in lines if contains(ln, token)]
             return {"state": "present" if hits else "absent", "evidence": hits}
@@ -278,6 +308,6 @@ class Mem0Adapter:
 
     def close(self) -> None:
         try:
-            self.m.close()
+            compat.close(self.m, self.f)
         except Exception:
             pass

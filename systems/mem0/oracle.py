@@ -29,7 +29,8 @@ import re
 from memmatrix.model.dialects.common import (GoldIndex, Reply, contains, message_text, messages_of,
                                                norm, tool_names)
 
-_FENCE = re.compile(r"```(?:json|python)?\s*(.*?)```", re.S)
+# 0.1.9-0.1.69 fence the old memories with two backticks, later releases with three
+_FENCE = re.compile(r"(?<!`)(`{2,3})(?!`)(?:json|python)?\s*(.*?)(?<!`)\1(?!`)", re.S)
 _OUTPUT_KEY = re.compile(r'\{\s*"(\w+)"\s*:')
 _SELF = re.compile(r"(?<![\w'])(i|me|my|mine|myself|i'm|i've|i'd|i'll)(?![\w'])", re.I)
 _TRIPLE = re.compile(r"^\s*(?:[^\n]*?:\s*)?(\S+) -- (\S+) -- (\S+)\s*$", re.M)
@@ -234,7 +235,7 @@ def parse_decision_prompt(text: str) -> tuple[list[dict], list[str]]:
     get_update_memory_messages): the last fenced list of strings is the new facts; the fenced block before
     it, a list of {'id', 'text'}, the old memories. Without such a block the memory is empty (mem0 then
     writes "Current memory is empty." instead)."""
-    blocks = [_literal(b) for b in _FENCE.findall(text)]
+    blocks = [_literal(b) for _, b in _FENCE.findall(text)]
     at = next((i for i in range(len(blocks) - 1, -1, -1)
                if isinstance(blocks[i], list) and all(isinstance(x, str) for x in blocks[i])), None)
     if at is None:
