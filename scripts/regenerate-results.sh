@@ -25,4 +25,9 @@ done
 # Letta with its whole agent deleted as the forget (what an agent's deletion leaves behind)
 $mm run --replace --system letta --protocol deletion --option forget_path=agent_delete --out "$out"
 MEMMATRIX_MODEL_ORACLE_ABLATION=undated $mm run --replace --system graphiti --protocol contradiction --out "$out"
+# release histories (README "History"): sampled releases, then every change point bisected to adjacent releases
+$mm sweep --system mem0 --again --bisect --out "$out" \
+  --versions 0.1.9,0.1.12,0.1.20,0.1.27,0.1.57,0.1.59,0.1.70,0.1.100,0.1.117,1.0.0,1.0.7,1.0.11,2.0.0,2.2.1
+$mm sweep --system graphiti --protocol deletion --again --bisect --out "$out" \
+  --versions 0.18.1,0.18.6,0.20.4,0.21.0,0.24.0,0.27.1,0.29.3,0.30.2,0.31.2
 $mm verify "$out"

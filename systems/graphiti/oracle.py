@@ -18,10 +18,62 @@ from memmatrix.model.dialects.common import (GoldIndex, HashEmbedder, Reply, con
                                                messages_of, norm, schema_name)
 
 _EMBED = HashEmbedder(256)
+_APPENDED = "Respond with a JSON object in the following format:"
+
+
+def _appended_schema(request: dict) -> dict | None:
+    """OpenAIGenericClient before 0.24.0: response_format json_object, the model's JSON schema appended to the
+    last user message after ``Respond with a JSON object in the following format:``."""
+    if (request.get("response_format") or {}).get("type") != "json_object":
+        return None
+    text = raw_user_text(request)
+    if _APPENDED not in text:
+        return None
+    raw = text.rsplit(_APPENDED, 1)[1].strip()
+    try:
+        schema, _ = json.JSONDecoder().raw_decode(raw)
+    except ValueError:
+        return None
+    return schema if isinstance(schema, dict) else None
+
+
+def request_schema(request: dict) -> dict:
+    """The JSON schema the request asks for, wherever the client put it."""
+    rf = request.get("response_format") or {}
+    return ((rf.get("json_schema") or {}).get("schema") or ((request.get("text") or {}).get("format") or {}).get("schema")
+            or _appended_schema(request) or {})
+
+
+def fields(request: dict, model: str | None = None) -> set[str]:
+    """Property names of the requested schema (model=None) or of one of its $defs (e.g. NodeDuplicate, Edge)."""
+    schema = request_schema(request)
+    if model is not None:
+        schema = (schema.get("$defs") or schema.get("definitions") or {}).get(model) or {}
+    return set(schema.get("properties") or {})
+
+
+def shaped(obj: dict, keep: set[str]) -> dict:
+    """Only the keys this release's model declares (all of them when the schema is not known)."""
+    return {k: v for k, v in obj.items() if not keep or k in keep}
+
+
+def kind_of(request: dict) -> str | None:
+    """The response model's name: the json_schema name, or the title of a schema appended to a json_object prompt."""
+    name = schema_name(request)
+    if name is not None:
+        return name
+    schema = _appended_schema(request)
+    return schema.get("title") if schema else None
+
+
+def raw_user_text(request: dict) -> str:
+    return "\n".join(message_text(m) for m in messages_of(request) if m.get("role") == "user")
 
 
 def user_text(request: dict) -> str:
-    return "\n".join(message_text(m) for m in messages_of(request) if m.get("role") == "user")
+    """What the user message says, without the JSON schema a json_object client appends to it (before 0.24.0)."""
+    text = raw_user_text(request)
+    return text.rsplit(_APPENDED, 1)[0] if _appended_schema(request) is not None else text
 
 
 def tag(text: str, name: str) -> str | None:
@@ -108,7 +160,8 @@ def _dedupe(text: str, gold: GoldIndex) -> tuple[dict, bool]:
         gone = fact["value"]
     contradicted = [e["idx"] for e in [*existing, *candidates] if gone and isinstance(e, dict)
                     and contains(str(e.get("fact", "")), gone) and norm(str(e.get("fact", ""))) != norm(new)]
-    return {"duplicate_facts": dup, "contradicted_facts": contradicted}, fact is not None
+    return {"duplicate_facts": dup, "contradicted_facts": contradicted, "fact_type": "DEFAULT",
+            "duplicate_fact_id": dup[0] if dup else -1}, fact is not None
 
 
 def _dates(statement: str, reference: str | None, gold: GoldIndex) -> tuple[dict, bool]:
@@ -195,7 +248,9 @@ def _describe(summary: str, gold: GoldIndex) -> tuple[str, bool]:
     """summary_description: one sentence on what kind of information the summary holds. For a sentence
     that is a gold statement: its subject and attribute; otherwise the proper names it mentions."""
     topics: dict[str, list[str]] = {}
-    ok = bool(sentences(summary))
+    if not sentences(summary):  # an empty summary has one careful description, gold or not
+        return "No information is summarized.", True
+    ok = True
     for s in sentences(summary):
         fact = gold.fact_for_statement(s)
         if fact:
@@ -213,15 +268,23 @@ def _describe(summary: str, gold: GoldIndex) -> tuple[str, bool]:
     return f"Facts about {about}.", ok
 
 
+def _entity_summary(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    ent = literal(tag(text, "ENTITY"))
+    ent = ent if isinstance(ent, dict) else {}
+    name = str(ent.get("name") or "")
+    facts = gold.facts_in(tag(text, "MESSAGES") or "")
+    said = [f["statement"] for f in facts if name and _about(f, name)]
+    return {"summary": _merge([str(ent.get("summary") or ""), " ".join(dict.fromkeys(said))])}, bool(facts)
+
+
 #: schemas answered whole from the user text and the gold: (answer, whether gold matched)
 _ANSWER_BY_SCHEMA = {"EdgeDuplicate": _dedupe, "EdgeTimestamps": _timestamps, "BatchEdgeTimestamps": _batch_timestamps,
-                     "SummarizedEntities": _summaries}
+                     "SummarizedEntities": _summaries, "EntitySummary": _entity_summary}
 
 
 def _from_schema(request: dict) -> dict:
     """A custom attribute model the oracle knows nothing about: every field null (or empty)."""
-    rf = request.get("response_format") or {}
-    schema = (rf.get("json_schema") or {}).get("schema") or ((request.get("text") or {}).get("format") or {}).get("schema") or {}
+    schema = request_schema(request)
     empty = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
     out = {}
     for name, prop in (schema.get("properties") or {}).items():
@@ -237,11 +300,13 @@ class Structured:
 
     @staticmethod
     def match(request: dict) -> bool:
-        return schema_name(request) is not None
+        return kind_of(request) is not None
 
     @staticmethod
     def answer(request: dict, gold: GoldIndex) -> Reply:
-        kind, text = schema_name(request), user_text(request)
+        kind, text = kind_of(request), user_text(request)
+        if kind and kind.startswith("EntityAttributes_"):  # <= 0.18.1: summary + custom attributes, one dynamic model
+            kind = "EntitySummary"
         name = f"graphiti-{kind}"
         if kind == "ExtractedEntities":
             ents, ok = _entities(text, gold)
@@ -253,17 +318,31 @@ class Structured:
                      | {"episode_indices": [0]} for e in edges]
             return Reply.json(name, ok, {"extracted_entities": ents, "edges": facts})
         if kind == "NodeResolutions":
-            existing = literal(tag(text, "EXISTING ENTITIES")) or []
+            existing = [c for c in literal(tag(text, "EXISTING ENTITIES")) or [] if isinstance(c, dict)]
             res = []
             for ent in literal(tag(text, "ENTITIES")) or []:
-                match = next((c["candidate_id"] for c in existing if norm(c.get("name", "")) == norm(ent["name"])), -1)
-                res.append({"id": ent["id"], "name": ent["name"], "duplicate_candidate_id": match})
-            return Reply.json(name, True, {"entity_resolutions": res})
+                pos = next((i for i, c in enumerate(existing) if norm(c.get("name", "")) == norm(ent["name"])), None)
+                cand = existing[pos] if pos is not None else {}
+                match = cand.get("candidate_id", cand.get("idx", pos)) if pos is not None else -1
+                res.append({"id": ent["id"], "name": ent["name"], "duplicate_candidate_id": match,  # >= 0.29
+                            "duplicate_name": cand.get("name", ""),                                  # 0.27-0.28
+                            "duplicate_idx": match, "duplicates": [] if match == -1 else [match],    # 0.12-0.26
+                            "additional_duplicates": []})
+            keep = fields(request, "NodeDuplicate")
+            return Reply.json(name, True, {"entity_resolutions": [shaped(r, keep) for r in res]})
         if kind == "ExtractedEdges":
             edges, ok = _edges(text, gold)
+            ids = {norm(str(n.get("name", ""))): n.get("id") for n in literal(tag(text, "ENTITIES")) or []
+                   if isinstance(n, dict)}
+            for e in edges:  # 0.12-0.26 point at the ENTITIES list by id
+                e["source_entity_id"] = ids.get(norm(e["source_entity_name"]), -1)
+                e["target_entity_id"] = ids.get(norm(e["target_entity_name"]), -1)
+            keep = fields(request, "Edge")
+            edges = [shaped(e, keep) for e in edges]
             return Reply.json(name, ok, {"edges": edges})
         if kind in _ANSWER_BY_SCHEMA:
             obj, ok = _ANSWER_BY_SCHEMA[kind](text, gold)
+            obj = shaped(obj, fields(request))
             return Reply.json(name, ok, obj)
         if kind == "Summary":
             # a text task on the two summaries in the prompt, gold or not: the merge is the careful answer,
