@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -78,3 +79,38 @@ def test_committed_results_verify(config):
     assert runs, "no committed results"
     for r in runs:
         assert verify_result(r, config) == [], r
+
+
+def test_the_committed_timeline_is_current_and_its_histories_verify(config):
+    """docs/timeline.md is what `memmatrix timeline results --output docs/timeline.md` writes today."""
+    from memmatrix.history import check_history, find_histories
+    from memmatrix.timeline import render
+    histories = find_histories([ROOT / "results"])
+    assert {h.stem for h in histories} >= {"mem0", "graphiti"}
+    for h in histories:
+        assert check_history(h, config) == [], h
+    assert (ROOT / "docs" / "timeline.md").read_text() == render(ROOT / "results", config, base=ROOT / "docs"), \
+        "docs/timeline.md is stale: run `memmatrix timeline results --output docs/timeline.md`"
+
+
+def test_every_change_point_in_the_readme_is_two_results_one_release_apart(config):
+    """Each row of the README's History table links the last result before a change and the first after it:
+    two results of one system, protocol and setup, of releases adjacent among those the adapter drives."""
+    from memmatrix.releases import Ranges, between
+    section = README.split("\n## History", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and "](results/" in ln]
+    assert len(rows) >= 3, "the History section lists no change point"
+    for row in rows:
+        links = re.findall(r"\]\((results/[^)]+/result\.json)\)", row)
+        assert len(links) == 2, row
+        before, after = (json.loads((ROOT / link).read_text()) for link in links)
+        a, b = (Path(link).parts for link in links)
+        assert a[1:3] == b[1:3] and a[4] == b[4], f"not one protocol, system and setup: {links}"
+        system = before["stamp"]["system"]["name"]
+        history = json.loads((ROOT / "results" / "history" / f"{system}.json").read_text())
+        ranges = Ranges.of(load_system_yaml(ROOT / "systems" / system, config))
+        usable = [r["version"] for r in history["releases"] if ranges.refusal(r["version"]) is None]
+        v1, v2 = before["stamp"]["system"]["version"], after["stamp"]["system"]["version"]
+        assert v1 in usable and v2 in usable and between(usable, v1, v2) == [], f"{v1} → {v2} are not adjacent"
+        cells = lambda r: {(c["id"], x["step"]): x["verdict"] for c in r["cases"] for x in c["cells"]}  # noqa: E731
+        assert cells(before) != cells(after), f"{v1} → {v2}: no cell changed"

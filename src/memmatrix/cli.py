@@ -119,6 +119,7 @@ def cmd_sweep(ns: argparse.Namespace, config: Config) -> int:
     history, ranges = start_history(ns.system, config, batch.out)
     versions = select(ns.versions, [r["version"] for r in history["releases"]], ranges)
     print(f"memmatrix: sweeping {ns.system} over {len(versions)} release(s): {', '.join(versions)}", file=sys.stderr)
+    save_history(history_file(batch.out, ns.system), history, config)  # the list as read, even if interrupted
     measurer = Measurer(ns.system, batch, config)
     failures = sweep(measurer, versions, again=ns.again)
     history["sweeps"].append({"at": now_utc(), "spec": ns.versions, "versions": versions,
@@ -169,7 +170,12 @@ def cmd_systems(ns: argparse.Namespace, config: Config) -> int:
     for name in known_systems(config):
         meta = load_system_yaml(system_folder(config, name), config)
         versions = ", ".join(v + (" (default)" if v == meta["default_version"] else "") for v in meta["versions"])
-        print(f"{name:12} {meta['title']} — versions: {versions}; runtimes: {', '.join(meta['runtimes'])}")
+        block = meta.get("releases")
+        swept = ""
+        if block:  # any release the adapter can drive, by sweep or name@version
+            refused = [r["versions"] for r in block.get("ranges", []) if r.get("drivable") is False]
+            swept = "; any release" + (f" but {', '.join(refused)}" if refused else "")
+        print(f"{name:12} {meta['title']} — versions: {versions}{swept}; runtimes: {', '.join(meta['runtimes'])}")
     return 0
 
 

@@ -63,11 +63,19 @@ def render_system(out: Path, system: str, config: Config, base: Path) -> list[st
         lines.append(f"- not drivable, declared: `{nd['versions']}`: {nd['reason']}")
     lines.append("")
     upstream = _changes(system, config)
-    for (protocol, setup), by_version in sorted(_runs(out, system, config).items()):
+    runs = _runs(out, system, config)
+    single = sorted(f"{protocol} · {setup} ({next(iter(by_version))})" for (protocol, setup), by_version in runs.items()
+                    if len(by_version) == 1)
+    if single:
+        lines += ["Measured at one release only (no history yet): " + "; ".join(single) + ".", ""]
+    for (protocol, setup), by_version in sorted(runs.items()):
+        if len(by_version) == 1:
+            continue
         order = sorted(by_version, key=Version)
         steps = by_version[order[-1]][1]["steps"]
+        heads = [s["key"] if s["key"] == s["name"] else f"{s['key']} {s['name']}" for s in steps]
         lines += [f"### {system} · {protocol} · {setup}", "",
-                  "| release | uploaded | " + " | ".join(f"{s['key']} {s['name']}" for s in steps) + " | result |",
+                  "| release | uploaded | " + " | ".join(heads) + " | result |",
                   "|---" * (len(steps) + 3) + "|"]
         for v in order:
             path, r = by_version[v]
