@@ -13,6 +13,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .config import Config
@@ -56,20 +57,26 @@ def cached_lock_path(config: Config, name: str, version: str, requirements: str,
     return config.cache_dir / "locks" / name / f"{version}-{lock_key(requirements, python_full, index)}.txt"
 
 
-def generate_lock(config: Config, out: Path, requirements: str, python_full: str, index: str, label: str) -> Path:
+def generate_lock(config: Config, out: Path, requirements: str, python_full: str, index: str, label: str,
+                  version: str) -> Path:
     """Write a hashed lock for ``requirements`` at ``out`` (atomic); a lock already there is reused."""
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    source = out.with_suffix(".in")
-    source.write_text(requirements, encoding="utf-8")
+    out.with_suffix(".in").write_text(requirements, encoding="utf-8")
     log = out.with_suffix(".log")
     _progress(f"locking {label} for Python {python_full} against {index} (uv)")
-    cmd = [str(uv_binary(config)), "pip", "compile", str(source), "--generate-hashes", "--no-header",
-           "--python-version", python_full, "--default-index", index, "--output-file", str(out) + ".part"]
-    env = {**os.environ, "UV_NO_PROGRESS": "1"}
-    with open(log, "w", encoding="utf-8") as fh:
-        done = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=1800)
+    with tempfile.TemporaryDirectory(prefix="memmatrix-lock-") as tmp:
+        # uv names its input in the lock's "# via -r" lines: a path relative to a scratch folder, the one a
+        # system folder uses (requirements/<version>.in), so a committed lock names no path of this machine
+        source = Path("requirements") / f"{version}.in"
+        (Path(tmp) / source).parent.mkdir()
+        (Path(tmp) / source).write_text(requirements, encoding="utf-8")
+        cmd = [str(uv_binary(config)), "pip", "compile", source.as_posix(), "--generate-hashes", "--no-header",
+               "--python-version", python_full, "--default-index", index, "--output-file", str(out) + ".part"]
+        env = {**os.environ, "UV_NO_PROGRESS": "1"}
+        with open(log, "w", encoding="utf-8") as fh:
+            done = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=1800, cwd=tmp)
     part = Path(str(out) + ".part")
     if done.returncode != 0 or not part.is_file():
         part.unlink(missing_ok=True)

@@ -157,5 +157,5 @@ def ensure_lock(spec: SystemSpec, config: Config) -> SystemSpec:
     full = python_version(base_python(spec))
     index = index_url()
     path = cached_lock_path(config, spec.name, spec.version, spec.requirements, full, index)
-    generate_lock(config, path, spec.requirements, full, index, f"{spec.name} {spec.version}")
+    generate_lock(config, path, spec.requirements, full, index, f"{spec.name} {spec.version}", spec.version)
     return replace(spec, lock=path)
