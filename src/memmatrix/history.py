@@ -28,6 +28,11 @@ from .verify import load_result
 Cells = dict[tuple[str, str], str]  # (case id, step) -> verdict
 
 
+def verdicts(result: dict) -> Cells:
+    """A result's verdict per (case id, step)."""
+    return {(c["id"], cell["step"]): cell["verdict"] for c in result["cases"] for cell in c["cells"]}
+
+
 def history_file(out: Path, system: str) -> Path:
     return out / "history" / f"{system}.json"
 
@@ -137,8 +142,7 @@ class Measurer:
         stamp = path.stat().st_mtime
         if path not in self._cells or self._cells[path][0] != stamp:
             result = load_result(path, self.config)
-            self._cells[path] = (stamp, {(c["id"], cell["step"]): cell["verdict"]
-                                         for c in result["cases"] for cell in c["cells"]})
+            self._cells[path] = (stamp, verdicts(result))
         return self._cells[path][1]
 
     def measure(self, version: str, protocol, again: bool = False) -> str | None:

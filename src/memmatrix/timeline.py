@@ -15,7 +15,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from .config import Config
-from .history import change_points, load_history
+from .history import change_points, load_history, verdicts
 from .releases import Ranges
 from .report import cell_text, setup_label
 from .systems import load_system_yaml, system_folder
@@ -36,10 +36,6 @@ def _runs(out: Path, system: str, config: Config) -> dict[tuple[str, str], dict[
             r = load_result(path, config)
             groups[(r["stamp"]["protocol"]["name"], setup_label(path, r))][r["stamp"]["system"]["version"]] = (path, r)
     return groups
-
-
-def _cells(result: dict) -> dict[tuple[str, str], str]:
-    return {(c["id"], cell["step"]): cell["verdict"] for c in result["cases"] for cell in c["cells"]}
 
 
 def _changes(system: str, config: Config) -> list[dict]:
@@ -87,7 +83,7 @@ def render_system(out: Path, system: str, config: Config, base: Path) -> list[st
             mark = f" ⚠ oracle left {unmatched} call(s) unanswered: this row measures the oracle" if unmatched else ""
             lines.append(f"| {v}{mark} | {uploaded.get(v, '')} | "
                          + " | ".join(cell_text(per_step[s["key"]]) for s in steps) + f" | {_link(path, base)} |")
-        measured = {v: _cells(by_version[v][1]) for v in order}
+        measured = {v: verdicts(by_version[v][1]) for v in order}
         points = change_points(measured, usable or releases)
         lines.append("")
         if not points:
