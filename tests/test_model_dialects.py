@@ -143,6 +143,44 @@ def test_letta_agent_inserts_one_fact_per_step_then_ends_the_turn():
     assert system_oracle("letta", gold).chat(req).content == "Noted."
 
 
+def _letta_step(params: dict[str, list[str]], human: str, said: str, gold_fact) -> tuple[str, dict]:
+    gold = GoldIndex([{"cases": [{"id": "l", "ops": [W(said, gold=[gold_fact])]}]}])
+    tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {
+        p: {"type": "string"} for p in ps}}}} for n, ps in params.items()]
+    req = {"model": "m", "tools": tools, "messages": [
+        {"role": "system", "content": f"<memory_blocks><human>\n<value>\n{human}\n</value>\n</human>"},
+        {"role": "user", "content": said}]}
+    call = system_oracle("letta", gold).chat(req).tool_calls[0]["function"]
+    return call["name"], json.loads(call["arguments"])
+
+
+@pytest.mark.parametrize("new, old", [("new_string", "old_string"), ("new_str", "old_str")])
+def test_letta_memory_tools_get_the_argument_names_their_schema_offers(new, old):
+    """0.16.5 renamed memory_insert/memory_replace's arguments; the oracle reads the names from the request."""
+    params = {"memory_insert": ["label", new, "insert_line"], "memory_replace": ["label", old, new]}
+    fact = G("user", "home city", "Oslo", "I live in Oslo.")
+    assert _letta_step(params, "", "I live in Oslo.", fact) == ("memory_insert", {"label": "human", new: "I live in Oslo."})
+    moved = G("user", "home city", "Bergen", "I live in Bergen.", intent="supersede", replaces="Oslo")
+    assert _letta_step(params, "I live in Oslo.", "I moved from Oslo to Bergen.", moved) == (
+        "memory_replace", {"label": "human", old: "I live in Oslo.", new: "I live in Bergen."})
+
+
+@pytest.mark.parametrize("ask", [
+    "Your task is to create a detailed summary of the conversation so far.",  # 0.16.5+ ALL_PROMPT
+    "You have been interacting with a human user. Write a summary that will allow you to resume.",  # 0.16.0-0.16.2
+    "Your job is to summarize a history of previous messages in a conversation. Keep your summary short.",  # <0.16
+])
+def test_letta_summary_requests_of_every_release_get_the_gold_summary(ask):
+    gold = GoldIndex([{"cases": [{"id": "l", "ops": [
+        W("My passport number is P-999.", gold=[G("user", "passport", "P-999", "My passport number is P-999.")])]}]}])
+    req = {"model": "m", "messages": [{"role": "system", "content": ask},
+                                      {"role": "user", "content": "user: My passport number is P-999."}]}
+    reply = system_oracle("letta", gold).chat(req)
+    assert reply.dialect == "letta-summary" and "P-999" in reply.content
+    req["messages"][0]["content"] = "You are a helpful assistant. Summarize nothing."
+    assert system_oracle("letta", gold).chat(req).dialect != "letta-summary"
+
+
 def test_base64_embeddings_decode_to_the_float_vector():
     from memmatrix.model.embed import HashEmbedder, encode_base64
     vec = HashEmbedder(64)("Alice lives in Berlin")

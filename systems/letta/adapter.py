@@ -1,10 +1,11 @@
-"""Letta 0.16.8 (ex-MemGPT): an agent that edits its own memory through tool calls.
+"""Letta 0.15.1 to 0.16.8 (ex-MemGPT): an agent that edits its own memory through tool calls.
 
 Embedded: Postgres 16 + pgvector from the pgserver wheel (postgres.py), the schema by alembic from
 the letta sdist and ``letta server`` on loopback (server.py), all in the run's state folder; they
 start when the adapter starts and stop in close(), so the protocol's restart restarts them on the
 same cluster. The LLM and the embedder are the memmatrix gateway (``openai-proxy/<chat model>``;
-``openai/text-embedding-3-small``, Letta's hard-coded embedding handle for its OpenAI provider).
+``openai/text-embedding-3-small``, Letta's hard-coded embedding handle for its OpenAI provider). What differs
+between releases is detected from the installed source (compat.py).
 
 One ``letta_v1_agent`` per scope, named by the scope, with the archival tools attached. A write is the
 conversation sent to the agent as its input messages: the agent (the oracle playing a careful model,
@@ -22,6 +23,8 @@ import time
 from pathlib import Path
 
 from adapterkit import contains, coverage
+
+from compat import detect
 
 from postgres import Postgres, wait_ready
 from probes import STORES, audit_rows, probe_store, reset_all, server_versions
@@ -45,6 +48,14 @@ def tool_texts(ret: str) -> list[str]:
         return [ret]
     return [json.dumps(r, ensure_ascii=False) if not isinstance(r, str) else r for r in data]
 SUMMARIZE = {"mode": "all"}
+#: what Letta's handle path clips a model's context window to before 0.16.6 (global_max_context_window_limit),
+#: applied where the model is passed as its LLMConfig (before 0.16.2)
+CONTEXT_LIMIT = 32000
+LAST = " (the last release with the Python API server)"
+MODEL_AS_CONFIG = (", passed as the LLMConfig GET /v1/models/ lists for that handle, its context window clipped to "
+                   f"{CONTEXT_LIMIT} as the handle path does: this release does not resolve the handle")
+EMBEDDING_AS_CONFIG = (", passed as an embedding_config (dim 1536) with the gateway as endpoint: this release lists "
+                       "no OpenAI embedding for another base URL")
 FORGET_PATHS = {
     "passages_and_blocks": (
         "search-then-delete: archival passages covering the request are deleted by id (DELETE "
@@ -60,6 +71,10 @@ class LettaAdapter:
     def __init__(self, config: dict):
         from importlib.metadata import version
         self.version = version("letta")
+        self.f = detect()
+        if not self.f.tool_run:
+            raise LettaError(f"letta {self.version} has no POST /agents/{{id}}/tools/{{name}}/run (new in 0.15.1), "
+                             "which the context door needs; system.yaml declares it not drivable")
         model = self.model = config["model"]
         self.llm = f"openai-proxy/{model['chat_model']}"
         self.forget_path = (config.get("options") or {}).get("forget_path", "passages_and_blocks")
@@ -112,11 +127,34 @@ class LettaAdapter:
             return found[0]["id"]
         if not create:
             return None
-        agent = self._api("POST", "/agents/", {
-            "name": scope, "agent_type": "letta_v1_agent", "model": self.llm, "embedding": EMBEDDING,
-            "memory_blocks": [{"label": "human", "value": ""}, {"label": "persona", "value": "I am a helpful assistant."}],
-            "tools": TOOLS})
-        return agent["id"]
+        body = {"name": scope, "agent_type": "letta_v1_agent",
+                "memory_blocks": [{"label": "human", "value": ""},
+                                  {"label": "persona", "value": "I am a helpful assistant."}],
+                "tools": TOOLS}
+        body.update(self._model_fields())
+        return self._api("POST", "/agents/", body)["id"]
+
+    def _model_fields(self) -> dict:
+        """The model and embedder as this release takes them: handles where it resolves them, else the configs
+        its handle path would have built (before 0.16.2 ``openai-proxy/<m>`` is "not supported" as a handle,
+        before 0.16.0 the openai provider lists no embedding for a base URL other than OpenAI's)."""
+        out: dict = {}
+        if self.f.model_handle:
+            out["model"] = self.llm
+        else:
+            models = self._api("GET", "/models/") or []
+            cfg = next((m for m in models if m.get("handle") == self.llm), None)
+            if cfg is None:
+                raise LettaError(f"Letta lists no model {self.llm!r} (GET /v1/models/ has "
+                                 f"{sorted(str(m.get('handle')) for m in models)[:8]}); is the gateway up?")
+            out["llm_config"] = {**cfg, "context_window": min(cfg.get("context_window") or CONTEXT_LIMIT, CONTEXT_LIMIT)}
+        if self.f.embedding_handle:
+            out["embedding"] = EMBEDDING
+        else:
+            out["embedding_config"] = {"embedding_endpoint_type": "openai", "embedding_endpoint": self.model["base_url"],
+                                       "embedding_model": EMBEDDING.split("/", 1)[1], "embedding_dim": 1536,
+                                       "embedding_chunk_size": 300, "handle": EMBEDDING}
+        return out
 
     def _agents(self) -> list[dict]:
         return self._api("GET", "/agents/", limit=1000) or []
@@ -160,28 +198,41 @@ class LettaAdapter:
             "qualifiers": [],
             "volatile_fields": ["timestamp", "created_at", "updated_at", "date"],
             "notes": [
-                f"letta {self.version} (the last release with the Python API server), {self.runtime}, on "
+                f"letta {self.version}{LAST if self.version == '0.16.8' else ''}, {self.runtime}, on "
                 f"{server_versions(self.pg_uri)}" + ("" if self.pg is None else " from the pgserver 0.1.4 wheel") +
-                " (Letta 0.16.8 supports only Postgres), schema by `alembic upgrade head` from the letta sdist's "
-                "migrations (the official image's own copy under compose)",
+                f" (Letta {self.version} supports only Postgres), schema by `alembic upgrade head` from the letta "
+                "sdist's migrations (the official image's own copy under compose)",
                 *[f"{k}={v} (not Letta's default): with tracing on every successful tool step stalls 60 s on the "
                   "provider-trace write; provider_traces is itself a copy of every LLM exchange, probed as a store"
                   for k, v in NON_DEFAULT_ENV.items()],
                 f"agent: letta_v1_agent (the default type), model {self.llm} (the gateway's chat model through "
-                f"Letta's openai provider), embedding {EMBEDDING} (served by the gateway), blocks human (empty) and "
+                f"Letta's openai provider{'' if self.f.model_handle else MODEL_AS_CONFIG}), embedding {EMBEDDING} "
+                f"(served by the gateway{'' if self.f.embedding_handle else EMBEDDING_AS_CONFIG}), blocks human (empty) and "
                 "persona; the archival tools are attached explicitly (letta_v1_agent's defaults are only "
                 "conversation_search, memory_insert, memory_replace)",
                 "write: the conversation as the agent's input messages (POST /agents/{id}/messages); what is stored "
                 "is the agent's choice through its tools; import: POST /agents/{id}/archival-memory of the "
                 "transcript (the passage API, no LLM), with the material's time as created_at",
-                f"background job: POST /agents/{{id}}/summarize with compaction_settings {json.dumps(SUMMARIZE)} and "
-                "the agent's model (the default mode needs a fuller context to compact anything); sleep-time agents "
-                "stay off (Letta's default)",
+                self._job_note() + "; sleep-time agents stay off (Letta's default)",
                 "the harness clock cannot be passed to Letta (it stamps wall-clock times), except import's created_at",
                 f"forget path: {self.forget_path}",
                 "no LETTA_ENCRYPTION_KEY (Letta's default: secrets stored in plaintext; none are used here)",
+                *(["TIKTOKEN_CACHE_DIR: the cl100k_base file the environment's llama-index ships (the same bytes "
+                   "tiktoken would download; it checks their sha256)"] if "TIKTOKEN_CACHE_DIR" in
+                  getattr(self.server, "env", {}) else []),
             ],
         }
+
+    def _job_note(self) -> str:
+        mode = f"compaction_settings {json.dumps(SUMMARIZE)} and the agent's model"
+        if self.f.compaction_request:
+            return (f"background job: POST /agents/{{id}}/summarize with {mode} (the default mode needs a fuller "
+                    "context to compact anything)")
+        if self.f.compaction_agent:
+            return (f"background job: POST /agents/{{id}}/summarize, which takes no settings in this release and "
+                    f"compacts with the agent's: {mode} set on the agent by PATCH first (it stays there)")
+        return ("background job: POST /agents/{id}/summarize, which in this release takes no settings and runs "
+                "the partial-evict summarizer of LettaAgentV2 (no compaction modes yet)")
 
     def reset(self) -> None:
         reset_all(self.pg_uri)
@@ -282,12 +333,20 @@ class LettaAdapter:
 
     def run_background_jobs(self, at: str) -> dict:
         outcomes = []
+        settings = {**SUMMARIZE, "model": self.llm}
         for a in self._agents():
             try:
-                res = self._api("POST", f"/agents/{a['id']}/summarize",
-                                {"compaction_settings": {**SUMMARIZE, "model": self.llm}})
-                outcomes.append({"agent": a["name"], "messages_before": res.get("num_messages_before"),
-                                 "messages_after": res.get("num_messages_after")})
+                if self.f.compaction_request:
+                    res = self._api("POST", f"/agents/{a['id']}/summarize", {"compaction_settings": settings})
+                    outcomes.append({"agent": a["name"], "messages_before": res.get("num_messages_before"),
+                                     "messages_after": res.get("num_messages_after")})
+                    continue
+                if self.f.compaction_agent:  # summarize takes no settings: it compacts with the agent's
+                    self._api("PATCH", f"/agents/{a['id']}", {"compaction_settings": settings})
+                before = len(self._api("GET", f"/agents/{a['id']}").get("message_ids") or [])
+                self._api("POST", f"/agents/{a['id']}/summarize")  # 204
+                after = len(self._api("GET", f"/agents/{a['id']}").get("message_ids") or [])
+                outcomes.append({"agent": a["name"], "messages_before": before, "messages_after": after})
             except LettaError as exc:
                 outcomes.append({"agent": a["name"], "error": str(exc)[:300]})
         return {"jobs": ["summarize"], "detail": outcomes}

@@ -1,4 +1,5 @@
-"""Letta 0.16.x's model calls (letta_v1_agent): agent steps that write memory with tool calls, and compaction.
+"""Letta's model calls (letta_v1_agent, 0.15.1 to 0.16.8): agent steps that write memory with tool calls, and
+compaction.
 
 The oracle plays a careful agent. Calls are recognised by what they offer and ask for, never by case:
 
@@ -11,14 +12,18 @@ The oracle plays a careful agent. Calls are recognised by what they offer and as
   holding the old value (``memory_replace``) and records the new statement in archival memory (the
   agent has no tool to delete a passage). Calls already made since that user message are not
   repeated; once all are made the turn ends with a plain reply (letta_v1_agent needs no
-  send_message).
+  send_message). Argument names come from the tool schema the request offers (``new_string`` /
+  ``old_string`` from 0.16.5, ``new_str`` / ``old_str`` before), never from a version.
 - compaction (``POST /agents/{id}/summarize``, and the summarizer when the context overflows) asks
-  for "a detailed summary" of the transcript it quotes; the summary is the gold statements of every
+  for a summary of the transcript it quotes ("create/write a detailed summary" from 0.16.4, "write a
+  summary that will allow you ... to resume" in 0.16.0 to 0.16.2, "summarize a history of previous
+  messages" before); the summary is the gold statements of every
   write quoted there, corrections applied, as a careful summariser keeps the user's facts.
 
-Upstream: letta 0.16.8 ``letta/functions/function_sets/base.py`` (tool signatures),
+Upstream: letta 0.15.1 to 0.16.8 ``letta/functions/function_sets/base.py`` (tool signatures),
 ``letta/schemas/memory.py`` (``<human>`` ... ``<value>`` rendering, optional ``N→ `` line numbers),
-``letta/prompts/summarizer_prompt.py`` (ALL_PROMPT, SLIDING_PROMPT, SELF_* prompts).
+``letta/prompts/summarizer_prompt.py`` (ALL_PROMPT, SLIDING_PROMPT, SELF_* prompts; SHORTER_SUMMARY_PROMPT in 0.16.0
+to 0.16.2), ``letta/prompts/gpt_summarize.py`` (the summarizer before 0.16.0).
 """
 
 from __future__ import annotations
@@ -31,7 +36,10 @@ from memmatrix.model.dialects.common import Reply, all_text, message_text, messa
 
 MEMORY_TOOLS = {"archival_memory_insert", "memory_insert", "memory_replace", "core_memory_append",
                 "core_memory_replace"}
-_SUMMARY_ASK = re.compile(r"\b(write|create) a detailed summary\b", re.I)
+_SUMMARY_ASK = re.compile(r"\b(write|create) a (detailed |continuation )?summary\b"
+                          r"|\bsummari[sz]e a history of previous messages\b", re.I)
+#: the names an argument has had, newest first: the request's tool schema says which one it takes
+_NAMES = {"new": ("new_string", "new_str"), "old": ("old_string", "old_str")}
 _LINE_NO = re.compile(r"^\s*\d+→ ?")
 _SPACE = re.compile(r"\s+")
 
@@ -56,6 +64,25 @@ def _current_write(gold, msgs: list[dict]):
     return hits[0] if hits else None
 
 
+def _params(request: dict) -> dict[str, set[str]]:
+    """Each offered tool's parameter names (chat.completions or responses layout)."""
+    out = {}
+    for tool in request.get("tools") or []:
+        fn = (tool.get("function") or tool) if isinstance(tool, dict) else {}
+        if isinstance(fn, dict) and fn.get("name"):
+            out[fn["name"]] = set(((fn.get("parameters") or {}).get("properties") or {}))
+    return out
+
+
+def _name(params: set[str], role: str) -> str:
+    """The argument name this tool takes for ``role``: the one its schema offers, else the newest."""
+    return next((n for n in _NAMES[role] if n in params), _NAMES[role][0])
+
+
+def _stored(args: dict) -> str:
+    return str(next((args[k] for k in (*_NAMES["new"], "content", "new_content") if args.get(k)), ""))
+
+
 def _args(call: dict) -> dict:
     try:
         return json.loads((call.get("function") or {}).get("arguments") or "{}")
@@ -71,18 +98,20 @@ class AgentStep:
         return bool(set(tool_names(request)) & MEMORY_TOOLS) and not Summary.match(request)
 
     @staticmethod
-    def plan(fact: dict, human: list[str], tools: set[str]) -> list[tuple[str, dict]]:
+    def plan(fact: dict, human: list[str], tools: dict[str, set[str]]) -> list[tuple[str, dict]]:
         gone = fact.get("replaces") if fact["intent"] == "supersede" else (
             fact["value"] if fact["intent"] == "retract" else None)
         old = next((ln for ln in human if gone and gone.casefold() in ln.casefold()), None)
         calls: list[tuple[str, dict]] = []
         if old and "memory_replace" in tools:
-            calls.append(("memory_replace", {"label": "human", "old_string": old, "new_string": fact["statement"]}))
+            p = tools["memory_replace"]
+            calls.append(("memory_replace", {"label": "human", _name(p, "old"): old,
+                                             _name(p, "new"): fact["statement"]}))
         elif old and "core_memory_replace" in tools:
             calls.append(("core_memory_replace", {"label": "human", "old_content": old,
                                                   "new_content": fact["statement"]}))
         elif "memory_insert" in tools:
-            calls.append(("memory_insert", {"label": "human", "new_string": fact["statement"]}))
+            calls.append(("memory_insert", {"label": "human", _name(tools["memory_insert"], "new"): fact["statement"]}))
         elif "core_memory_append" in tools:
             calls.append(("core_memory_append", {"label": "human", "content": fact["statement"]}))
         if "archival_memory_insert" in tools:
@@ -104,14 +133,13 @@ class AgentStep:
         if write is None:
             return Reply(AgentStep.name, False, content="Noted.")
         last_user = max(i for i, m in enumerate(msgs) if m.get("role") == "user")
-        done = {(c.get("function", {}).get("name"), _norm(str(_args(c).get("new_string") or _args(c).get("content")
-                                                               or _args(c).get("new_content") or "")))
+        done = {(c.get("function", {}).get("name"), _norm(_stored(_args(c))))
                 for m in msgs[last_user + 1:] for c in (m.get("tool_calls") or [])}
         system = "\n".join(message_text(m) for m in msgs if m.get("role") == "system")
-        human, tools = _human_lines(system), set(tool_names(request))
+        human, tools = _human_lines(system), _params(request)
         for fact in write.facts:
             for name, args in AgentStep.plan(fact, human, tools):
-                key = (name, _norm(args.get("new_string") or args.get("content") or args.get("new_content") or ""))
+                key = (name, _norm(_stored(args)))
                 if key not in done:
                     return AgentStep.call(name, args, len(msgs))
         return Reply(AgentStep.name, True, content="Noted.")

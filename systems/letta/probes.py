@@ -27,7 +27,8 @@ STORES = {
     "recall-messages": {"kind": "buffer", "role": "primary", "description": (
         "messages rows of the agent: text, content, tool calls and tool returns (what GET /messages lists and "
         "conversation_search searches; reset-messages keeps them)")},
-    "summaries": {"kind": "text", "description": "summary messages written by compaction (messages.role summary)"},
+    "summaries": {"kind": "text", "description": "summary messages written by compaction (messages.role summary; "
+                                                 "before 0.16.5 a user-role system_alert quoting the summary)"},
     "provider-traces": {"kind": "log", "description": "provider_traces: raw LLM requests and responses (written only "
                                                       "with LETTA_TRACK_PROVIDER_TRACE on)"},
     "steps-and-runs": {"kind": "log", "description": "steps and runs rows: errors, request configs and metadata"},
@@ -47,8 +48,10 @@ QUERIES = {
                          "(SELECT 1 FROM archives_agents aa WHERE aa.archive_id = p.archive_id)",
     "recall-messages": "SELECT role, concat_ws(' ', text, content::text, tool_calls::text, tool_returns::text) "
                        f"FROM messages WHERE agent_id IN ({_AGENT}) ORDER BY sequence_id",
+    # role 'summary' from 0.16.5; before, and on compaction's other paths, a user-role system_alert
     "summaries": "SELECT role, concat_ws(' ', text, content::text) FROM messages "
-                 f"WHERE agent_id IN ({_AGENT}) AND role = 'summary'",
+                 f"WHERE agent_id IN ({_AGENT}) AND (role = 'summary' OR (content::text LIKE '%%system_alert%%' "
+                 "AND content::text LIKE '%%is a summary of the previous%%'))",
     "provider-traces": "SELECT call_type, concat_ws(' ', request_json::text, response_json::text) FROM provider_traces",
     "steps-and-runs": f"SELECT 'step', concat_ws(' ', error_data::text, tags::text) FROM steps WHERE agent_id IN ({_AGENT}) "
                       "UNION ALL SELECT 'run', concat_ws(' ', metadata_::text, request_config::text) FROM runs "
@@ -76,6 +79,12 @@ def _rows(uri: str, sql: str, params: dict) -> list[tuple]:
         con.close()
 
 
+def _columns(uri: str, table: str) -> set[str]:
+    """What the database says the table has (the schema of the release that migrated it)."""
+    return {c for (c,) in _rows(uri, "SELECT column_name FROM information_schema.columns "
+                                     "WHERE table_schema = 'public' AND table_name = %(t)s", {"t": table})}
+
+
 def _clip(text: str, token: str) -> str:
     """The part of a long row around the needle's first mention (the whole row when it is short)."""
     if len(text) <= EVIDENCE_CHARS:
@@ -90,8 +99,11 @@ def probe_store(uri: str, store: str, scope: str, needle: dict, contains, embed=
         return _nearest(uri, scope, needle, contains, embed)
     if store not in QUERIES:
         raise KeyError(f"no store {store!r}; Letta's stores here: {sorted(STORES)}")
+    sql = QUERIES[store]
+    if store == "provider-traces" and "call_type" not in _columns(uri, "provider_traces"):
+        sql = sql.replace("SELECT call_type,", "SELECT 'trace',")  # call_type is new in 0.16.4
     items = []
-    for kind, text in _rows(uri, QUERIES[store], {"scope": scope}):
+    for kind, text in _rows(uri, sql, {"scope": scope}):
         text = text or ""
         if contains(text, token):
             items.append({"text": _clip(text, token), "kind": f"{store}:{kind}"})

@@ -7,7 +7,8 @@
 - Or a running server (the compose runtime's letta service): ``LettaClient`` on its URL, left running.
 - The server: ``letta server`` on a free loopback port, HOME and LETTA_DIR inside the state folder,
   the LLM and embeddings through the memmatrix gateway (OPENAI_BASE_URL, a dummy key),
-  LETTA_TRACK_PROVIDER_TRACE=false. Health: ``GET /v1/health/``.
+  LETTA_TRACK_PROVIDER_TRACE=false, tiktoken's files from the environment (``tiktoken_cache``). Health:
+  ``GET /v1/health/``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,18 @@ from pathlib import Path
 
 from postgres import free_port, wait_ready
 
-SDIST = {"0.16.8": "363e26989e552c859ce2e7961d484acee6fccfc1e7b16e8f644b1ae1ccd754a3"}
+#: each drivable release's sdist (PyPI's sha256), the source of its alembic migrations; the same hash is in its lock
+SDIST = {
+    "0.15.1": "9f890f3a457b5f8947d06aeef102449852084f5db47c9e6898ff8240ebaa46ea",
+    "0.16.0": "e8c0855a6396dd9255fc75ff3088cf10f67c36fc42961e1714c39d99c913de02",
+    "0.16.1": "8d157d57c8f979cc4bdd821baac3a92a97db85c5a50f15c01c00dc6c94540ca0",
+    "0.16.2": "62eb84288291dd07862cf45c4a7656fca14ca7462878cd0066cea3cab49fe754",
+    "0.16.4": "6881749980d36f6708b0b61b11f7b07cebafb3ec0c5e203d0c214436d9d161b9",
+    "0.16.5": "a71fa5e25973ead9211a22da4bdf15bc894fb749e02f73d3f39e93d1994c1d0f",
+    "0.16.6": "4e0380a499799975495654c3349d70dcb1d42384498e4980c12f331f7cc2a9f6",
+    "0.16.7": "f7acef8f3e9bbbbf63582208f6ebf0ad9cd11869c79b204adaa20c9c3a0633b8",
+    "0.16.8": "363e26989e552c859ce2e7961d484acee6fccfc1e7b16e8f644b1ae1ccd754a3",
+}
 #: what the adapter sets that is not Letta's default (everything else is), also stated in the declaration's notes
 NON_DEFAULT_ENV = {
     "LETTA_TRACK_PROVIDER_TRACE": "false",  # on, every successful tool step stalls 60 s on the trace write
@@ -40,6 +52,19 @@ NON_DEFAULT_ENV = {
 
 class LettaError(RuntimeError):
     pass
+
+
+def tiktoken_cache() -> dict:
+    """TIKTOKEN_CACHE_DIR at the tiktoken files the environment already ships (llama-index, a Letta dependency,
+    bundles cl100k_base and points tiktoken there the same way while it loads its tokenizer). Letta before 0.16
+    counts context tokens with tiktoken, which otherwise downloads the file on first use: offline, GET /context
+    fails. tiktoken checks the file's sha256 either way. Empty when the variable is already set or no file ships."""
+    from importlib.util import find_spec
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return {}
+    spec = find_spec("llama_index.core")
+    folder = Path(spec.origin).parent / "_static" / "tiktoken_cache" if spec and spec.origin else None
+    return {"TIKTOKEN_CACHE_DIR": str(folder)} if folder and folder.is_dir() else {}
 
 
 def migrations(version: str) -> Path:
@@ -125,7 +150,7 @@ class LettaServer(LettaClient):
                                                                  "NO_PROXY", "no_proxy") or k.startswith("LC_")}
         self.env = {**base, "HOME": str(home), "LETTA_DIR": str(home / ".letta"), "LETTA_PG_URI": f"{pg_uri}?sslmode=disable",
                     "OPENAI_BASE_URL": model["base_url"], "OPENAI_API_KEY": model["api_key"],
-                    "PYTHONDONTWRITEBYTECODE": "1", **NON_DEFAULT_ENV}
+                    "PYTHONDONTWRITEBYTECODE": "1", **tiktoken_cache(), **NON_DEFAULT_ENV}
 
     def migrate(self, version: str) -> None:
         folder = migrations(version)
