@@ -174,3 +174,23 @@ def test_a_gateway_in_proxy_mode_runs_no_module_sent_to_it():
         with Gateway(GatewaySettings(), []) as oracle_service:
             with pytest.raises(RuntimeFailure, match=r"refused the run's setup: jotter/oracle.py does not load"):
                 RemoteGateway(oracle_service.url, oracle_service.url, GatewaySettings(), [], broken)
+
+
+def test_a_rerun_refuses_a_folder_whose_other_modules_changed(tmp_path, monkeypatch, capsys):
+    """The stamp hashes the whole folder (code_sha256), not only adapter.py: an oracle edited after the run is a
+    different measurement, and `verify --rerun` says so before re-running anything."""
+    systems = tmp_path / "systems"
+    folder = make_jotter(systems)
+    _env(monkeypatch, tmp_path, systems)
+    out = tmp_path / "results"
+    assert main(["run", "--system", "jotter", "--protocol", "deletion", "--runtime", "inprocess", "--out", str(out)]) == 0
+    run_dir = out / "deletion" / "jotter" / "1.0" / "inprocess"
+    stamp = json.loads((run_dir / "result.json").read_text())["stamp"]["system"]
+    assert stamp["code_sha256"] and stamp["code_sha256"] != stamp["adapter_sha256"]
+    (folder / "__pycache__").mkdir(exist_ok=True)
+    (folder / "__pycache__" / "oracle.cpython-311.pyc").write_bytes(b"not code")  # caches are not the folder's code
+    assert main(["verify", str(run_dir)]) == 0
+    capsys.readouterr()
+    (folder / "oracle.py").write_text((folder / "oracle.py").read_text() + "\n# edited after the run\n")
+    assert main(["verify", "--rerun", str(run_dir)]) == 1
+    assert "code_sha256 differs" in capsys.readouterr().out

@@ -27,6 +27,23 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+#: what a system folder holds that is not its code: locks are hashed on their own (lock_sha256), the rest is
+#: generated or cached
+NOT_CODE = ("locks", "requirements", "__pycache__", ".pytest_cache")
+
+
+def sha256_tree(folder: str | os.PathLike) -> str:
+    """One hash over every file of a folder but ``NOT_CODE``: each file's path relative to the folder (POSIX),
+    a NUL, its sha256, a newline, in path order. Sibling modules, the oracle dialects and system.yaml all count."""
+    root = Path(folder)
+    lines = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_file() and not set(rel.parts) & set(NOT_CODE) and path.suffix != ".pyc":
+            lines.append(f"{rel.as_posix()}\0{sha256_file(path)}\n")
+    return sha256_bytes("".join(lines).encode())
+
+
 def sha256_json(obj: Any) -> str:
     return sha256_bytes(canonical(obj).encode())
 

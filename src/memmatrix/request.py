@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .artifacts import result_dir
-from .canon import sha256_file
+from .canon import sha256_file, sha256_tree
 from .cases import CaseFile
 from .config import Config
 from .errors import ConfigError
@@ -170,7 +170,9 @@ def run_header(req: RunRequest, config: Config, runtime: str, model: dict, judge
                         "sha256": req.cases.sha256},
             "system": {"name": req.spec.name, "version": req.spec.version,
                        "adapter": f"{portable(req.spec.adapter_file, config.home)}:{req.spec.adapter.rpartition(':')[2]}",
-                       "adapter_sha256": sha256_file(req.spec.adapter_file), "lock_sha256": req.spec.lock_sha256,
+                       "adapter_sha256": sha256_file(req.spec.adapter_file),
+                       "code_sha256": sha256_tree(req.spec.folder) if req.spec.folder is not None else None,
+                       "lock_sha256": req.spec.lock_sha256,
                        "options": req.recorded_options},
             "runtime": runtime, "seed": req.seed, "model": model, "judge": judge, "limits": limits,
             "clock": {"mode": "virtual", "start": req.cases.data["clock"]["start"]}}

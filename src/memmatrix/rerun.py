@@ -14,14 +14,14 @@ import tempfile
 from pathlib import Path
 
 from .bindings import find_case_file
-from .canon import read_text, sha256_file
+from .canon import read_text, sha256_file, sha256_tree
 from .cases import load_cases
 from .config import Config
 from .errors import MemmatrixError
 from .model import GatewaySettings
 from .protocols import get_protocol
 from .request import RunRequest
-from .systems import ensure_lock, resolve_system
+from .systems import ensure_lock, resolve_system, system_folder
 from .verify import load_result
 
 
@@ -40,13 +40,18 @@ def _gateway(stamp: dict, folder: Path, result: dict) -> GatewaySettings:
 def _system(stamp: dict, config: Config):
     sysd = stamp["system"]
     adapter_file = sysd["adapter"].rpartition(":")[0]
-    if adapter_file.startswith("systems/"):
+    # a system folder (under systems/ or any MEMMATRIX_SYSTEMS root: its adapter is named by file name only)
+    if adapter_file.startswith("systems/") or "/" not in adapter_file and system_folder(config, sysd["name"]):
         spec = resolve_system(f"{sysd['name']}@{sysd['version']}", config)
     else:
         spec = resolve_system(str(config.home / sysd["adapter"]), config)
     if sha256_file(spec.adapter_file) != sysd["adapter_sha256"]:
         raise MemmatrixError(f"the adapter {sysd['adapter']} changed since the run (sha256 differs): a re-run would "
                              "measure another adapter; check out the commit in the stamp")
+    if sysd.get("code_sha256") and spec.folder is not None and sha256_tree(spec.folder) != sysd["code_sha256"]:
+        raise MemmatrixError(f"the folder of {sysd['name']} (adapter, its modules, oracle or system.yaml) changed since "
+                             "the run (code_sha256 differs): a re-run would measure other code; check out the commit "
+                             "in the stamp")
     spec = ensure_lock(spec, config)  # a swept release's generated lock (cached, or made again from its input)
     if spec.lock_sha256 != sysd.get("lock_sha256"):
         raise MemmatrixError(f"the lock file of {sysd['name']} {sysd['version']} changed since the run")
