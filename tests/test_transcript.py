@@ -38,3 +38,13 @@ def test_arguments_are_recorded_as_sent_and_only_answers_are_normalised():
                          result={"events": [{"at": "2026-11-29T15:00:00", "memory_id": "m1"}]})
     assert rec["args"] == {"scope": "s", "at": "2026-03-02T09:00:00Z", "api_key": "~redacted"}
     assert rec["result"] == {"events": [{"at": "~volatile", "memory_id": "~1"}]}
+
+
+def test_durations_ago_are_masked_but_never_at_a_needles_cost():
+    n = Normalizer()
+    ret = '{"time_ago": "3s ago", "content": "my locker code is QX-4471"} and one 12 minutes ago, 2h ago'
+    assert n({"text": ret}) == {"text": '{"time_ago": "~ago", "content": "my locker code is QX-4471"} and one ~ago, ~ago'}
+    assert n({"text": "I moved 3 years ago"}) == {"text": "I moved 3 years ago"}  # a case's own story, not the clock
+    n.set_needles(["QX-4471", "5 minutes ago"])
+    assert n({"text": "QX-4471 set 5 minutes ago, 9s ago"}) == {"text": "QX-4471 set 5 minutes ago, 9s ago"}
+    assert n({"text": "QX-4471, seen 9s ago"}) == {"text": "QX-4471, seen ~ago"}

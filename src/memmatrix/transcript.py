@@ -41,16 +41,21 @@ def secret_value(value: str) -> bool:
 _DATETIME = re.compile(r"\b(\d{4}-\d{2}-\d{2})[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
                        r"(?: ?[AaPp][Mm]\b)?(?:Z|[+-]\d{2}:?\d{2}| ?(?:UTC|GMT)(?:[+-]\d{2}:?\d{2})?)?")  # 12-hour, zone
 
+#: how long ago by the wall clock, at run time scales (seconds to hours, digits): "3s ago", "12 minutes ago"
+_AGO = re.compile(r"\b\d+ ?(?:s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?) ago\b")
+
 NORMALIZATION = {
     "ids": "values under the keys " + ", ".join(sorted(ID_KEYS))
            + " and UUID-shaped strings anywhere are renumbered ~1, ~2 ... in order of first appearance",
     "volatile_fields": "values of the fields the adapter declares volatile are replaced by ~volatile "
                        "(never a field the scorers read)",
     "wall_clock": "date-times inside answer strings that fall on the wall-clock date of the run (within a day) "
-                  "are replaced by ~wallclock",
+                  "are replaced by ~wallclock; durations before now at run time scales (a number of seconds, "
+                  "minutes or hours, then 'ago') by ~ago",
     "secrets": "values under keys that name a key, secret, password or authorization are replaced by ~redacted",
-    "needles": "a string holding any wording of a case target is never replaced whole (only its UUIDs and "
-               "wall-clock times are): normalisation cannot hide a value the scorers look for",
+    "needles": "a string holding any wording of a case target is never replaced whole (only its UUIDs, "
+               "wall-clock times and durations ago are, and only where every wording it held is still there): "
+               "normalisation cannot hide a value the scorers look for",
     "scope": "answers are normalised; the harness's own arguments are recorded as sent, secrets redacted",
 }
 
@@ -70,16 +75,17 @@ class Normalizer:
     def set_needles(self, wordings: list[str]) -> None:
         self.needles = tuple(t for t in (tuple(tokens(w)) for w in wordings) if t)
 
+    def held(self, text: str) -> frozenset[int]:
+        """Which needles ``text`` holds (their indices)."""
+        if not self.needles:
+            return frozenset()
+        have = tokens(text)
+        return frozenset(k for k, want in enumerate(self.needles)
+                         if any(tuple(have[i:i + len(want)]) == want for i in range(len(have) - len(want) + 1)))
+
     def protected(self, text: str) -> bool:
         """Does ``text`` hold a needle? Then it is never replaced whole."""
-        if not self.needles:
-            return False
-        have = tokens(text)
-        for want in self.needles:
-            n = len(want)
-            if any(tuple(have[i:i + n]) == want for i in range(len(have) - n + 1)):
-                return True
-        return False
+        return bool(self.held(text))
 
     def _id(self, raw: str) -> str:
         if raw not in self._ids:
@@ -91,6 +97,9 @@ class Normalizer:
         if key not in _TIME_FIELDS and _DATETIME.search(text):
             today = wall_dates()
             text = _DATETIME.sub(lambda m: "~wallclock" if m.group(1) in today else m.group(0), text)
+        if key not in _TIME_FIELDS and _AGO.search(text):
+            masked = _AGO.sub("~ago", text)
+            text = masked if self.held(masked) == self.held(text) else text  # never at a needle's cost
         return text
 
     def redact(self, value: Any, key: str | None = None) -> Any:
