@@ -101,3 +101,16 @@ def test_nothing_to_bisect_when_the_samples_agree():
     measured = {"1.0.0": truth("1.0.0"), "1.18.0": truth("1.18.0")}
     assert bisect_protocol(RELEASES, measured.get, lambda v: pytest.fail(f"ran {v}")) == []
     assert change_points(measured, RELEASES) == []
+
+
+def test_no_committed_lock_names_a_package_index_or_a_local_path():
+    """A lock is portable: pip's own configuration decides where files come from, never this machine's index."""
+    from conftest import ROOT
+    locks = sorted(ROOT.glob("systems/*/locks/*.txt")) + sorted(ROOT.glob("systems/*/requirements/*.in"))
+    assert len(locks) > 20
+    for lock in locks:
+        for n, line in enumerate(lock.read_text().splitlines(), 1):
+            option = line.strip().split(" ", 1)[0]
+            assert option not in ("--index-url", "-i", "--extra-index-url", "--find-links", "-f", "--trusted-host"), \
+                f"{lock.relative_to(ROOT)}:{n}: {line}"
+            assert "file://" not in line and "/root/" not in line and "/home/" not in line, f"{lock.relative_to(ROOT)}:{n}"

@@ -14,6 +14,7 @@ from .cases import CaseFile, default_case_file, load_cases, read_case_json
 from .config import Config
 from .errors import MemmatrixError
 from .model import GatewaySettings
+from .matrix import split_list
 from .protocols import EvalProtocol, get_protocol, protocol_names
 from .request import RunRequest, check_options, check_out
 from .systems import SystemSpec
@@ -50,7 +51,7 @@ class Batch:
         check_out(where)
         if protocol is None and cases:  # a case file names its protocol
             protocol = [read_case_json(Path(cases)).get("protocol", "")]
-        names = [p.strip() for item in (protocol or protocol_names()) for p in item.split(",") if p.strip()]
+        names = split_list(protocol or protocol_names())  # commas, spaces or newlines
         protocols = [get_protocol(p) for p in names]
         if cases and len(protocols) > 1:
             raise MemmatrixError("--cases names one case file, so give exactly one --protocol with it")

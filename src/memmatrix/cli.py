@@ -20,10 +20,12 @@ from .runtimes import RUNTIMES
 
 
 def _systems(config: Config, wanted: list[str] | None) -> list[str]:
+    from .matrix import split_list
     from .systems import known_systems
+    wanted = split_list(wanted)  # commas, spaces or newlines: "a, b" is two systems
     if not wanted or wanted == ["all"]:
         return known_systems(config)
-    return [s for item in wanted for s in item.split(",") if s]
+    return wanted
 
 
 def cmd_run(ns: argparse.Namespace, config: Config) -> int:
@@ -37,7 +39,7 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
     specs = [resolve_system(s, config, python=ns.python) for s in _systems(config, ns.system)]
     requests = [batch.request(spec, protocol) for spec in specs for protocol in batch.protocols]
     clean_stale(batch.out) if batch.out.exists() else None
-    failures, locked = [], {}
+    failures, locked, wrote = [], {}, []
     for req in requests:
         try:  # a release not pinned in system.yaml gets its generated lock first (once per system and version)
             key = (req.spec.name, req.spec.version)
@@ -48,11 +50,41 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
         where = batch.execute(req, config)
         if isinstance(where, str):
             failures.append(where)
+        else:
+            wrote.append(where)
+    if wrote:
+        _closing(config, batch.out, wrote)
     if failures:
         print(f"memmatrix: {len(failures)} run(s) did not produce a result:\n  - " + "\n  - ".join(failures),
               file=sys.stderr)
         return 2
     return 0
+
+
+def _closing(config: Config, out: Path, wrote: list[Path]) -> None:
+    """How a run ends on the terminal: a line per result, the full report in a file, and whether the results
+    match the committed matrix (when they were written anywhere else)."""
+    from .diff import diff
+    from .report import brief, render
+    print(f"memmatrix: {len(wrote)} result(s):\n{brief(wrote, config)}", file=sys.stderr)
+    committed = config.home / "results"
+    if not committed.is_dir() or out.resolve() == committed.resolve() or committed.resolve() in out.resolve().parents:
+        return
+    (out / "report.md").write_text(render(wrote, config=config), encoding="utf-8")  # this run's results only
+    print(f"memmatrix: the full report is in {out / 'report.md'}", file=sys.stderr)
+    try:
+        report = diff([committed], wrote, config)
+    except MemmatrixError as exc:  # the run went well; only the comparison could not be made
+        print(f"memmatrix: not compared with the committed matrix: {exc}", file=sys.stderr)
+        return
+    if not report.compared:
+        print("memmatrix: no committed result of the same setup to compare with", file=sys.stderr)
+    elif not report.changes:
+        print(f"memmatrix: matches the committed matrix ({len(report.compared)} run(s) compared, every cell the same)",
+              file=sys.stderr)
+    else:
+        print(f"memmatrix: {len(report.changes)} state change(s) against the committed matrix, "
+              f"{len(report.regressions)} regression(s): `memmatrix diff results {out}` lists them", file=sys.stderr)
 
 
 def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
@@ -165,6 +197,56 @@ def cmd_timeline(ns: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_claims(ns: argparse.Namespace, config: Config) -> int:
+    import json
+    import os
+    from .claims import changes, evaluate, load_claims, load_json, markdown, measured
+    from .verify import find_results
+    from .errors import ConfigError
+    if ns.fail_on_change and not ns.baseline:
+        raise ConfigError("--fail-on-change compares with an earlier status: pass --baseline FILE (a --json output)")
+    folder = Path(ns.claims) if ns.claims else config.home / "claims"
+    claims = load_claims(folder, config)  # everything a user must fix is found first
+    before = load_json(Path(ns.baseline)) if ns.baseline else None
+    rows = evaluate(claims, measured(find_results([Path(p) for p in ns.paths]), config), config.home)
+    base = Path(ns.output).parent if ns.output else Path.cwd()
+    text = markdown(rows, os.path.relpath(config.home, base).replace(os.sep, "/") + "/")
+    moved = changes(before, rows) if before is not None else []
+    if before is not None:
+        text += "\n" + ("### Status changes since the baseline\n\n" + "".join(f"- {c}\n" for c in moved)
+                        if moved else "No claim changed status since the baseline.\n")
+    if ns.json:
+        payload = json.dumps({"kind": "memmatrix.claims", "claims": rows}, indent=2, ensure_ascii=False) + "\n"
+        sys.stdout.write(payload) if ns.json == "-" else Path(ns.json).write_text(payload, encoding="utf-8")
+    if ns.output:
+        Path(ns.output).write_text(text, encoding="utf-8")
+    elif ns.json != "-":
+        sys.stdout.write(text)
+    return 1 if moved and ns.fail_on_change else 0
+
+
+def cmd_plan(ns: argparse.Namespace, config: Config) -> int:
+    import json
+    from .matrix import plan
+    entries = plan(config, ns.system, ns.protocol, ns.runtime, every_version=ns.every_version)
+    print(json.dumps({"include": entries}, separators=(",", ":")))
+    return 0
+
+
+def cmd_merge(ns: argparse.Namespace, config: Config) -> int:
+    from .matrix import merge
+    merged = merge(Path(ns.dest), [Path(p) for p in ns.sources], config)
+    print(f"memmatrix merge: {len(merged)} run(s) verified and merged into {ns.dest}", file=sys.stderr)
+    for run in merged:
+        print(run)
+    return 0
+
+
+def cmd_action(ns: argparse.Namespace, config: Config) -> int:
+    from .action import STEPS
+    return STEPS[ns.step](config)
+
+
 def cmd_systems(ns: argparse.Namespace, config: Config) -> int:
     from .systems import known_systems, load_system_yaml, system_folder
     for name in known_systems(config):
@@ -209,7 +291,19 @@ def cmd_check_cases(ns: argparse.Namespace, config: Config) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="memmatrix", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="memmatrix", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Reproduce how agent-memory systems behave on the write path: does a deleted memory stay "
+                    "deleted,\ndoes a correction hold. Every result is a verified artifact (result.json and its "
+                    "transcripts).",
+        epilog="start here:\n"
+               "  memmatrix systems                                  the systems it can run\n"
+               "  memmatrix run --system NAME --protocol deletion    one system, one protocol\n"
+               "  memmatrix run                                      every system (see the README for time and disk)\n"
+               "  memmatrix verify memmatrix-results                 re-derive every verdict from its transcript\n"
+               "  memmatrix COMMAND --help                           a command's options\n\n"
+               "exit codes: 0 success, 1 a check failed, 2 something to fix (the message says what), "
+               "3 diff compared nothing")
     p.add_argument("--version", action="version", version=f"memmatrix {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -220,7 +314,8 @@ def parser() -> argparse.ArgumentParser:
                    help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: all of them")
     r.add_argument("--runtime", default="embedded", choices=RUNTIMES, help="where adapters run (default: embedded)")
     r.add_argument("--cases", metavar="FILE", help="case file (default: the newest cases/<protocol>/*.json)")
-    r.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
+    r.add_argument("--out", default="memmatrix-results", metavar="DIR",
+                   help="results folder (default: memmatrix-results; the committed matrix is results/)")
     r.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
     r.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="an adapter option (see the system's adapter); recorded in the stamp and the result's folder name")
@@ -279,6 +374,33 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--output", metavar="FILE", help="write to FILE (links relative to it) instead of stdout")
     t.set_defaults(func=cmd_timeline)
 
+    c = sub.add_parser("claims", help="published vendor claims and whether the results reproduce them")
+    c.add_argument("paths", nargs="*", default=["results"], metavar="PATH", help="results folders (default: results)")
+    c.add_argument("--claims", metavar="DIR", help="folder of claims/<system>.yaml (default: the checkout's claims/)")
+    c.add_argument("--json", metavar="FILE", help="also write the statuses as JSON to FILE ('-': stdout only)")
+    c.add_argument("--output", metavar="FILE", help="write the Markdown to FILE (links relative to it)")
+    c.add_argument("--baseline", metavar="FILE", help="an earlier --json output: list the claims whose status changed")
+    c.add_argument("--fail-on-change", action="store_true", help="exit 1 when a claim's status changed since --baseline")
+    c.set_defaults(func=cmd_claims)
+
+    pl = sub.add_parser("plan", help="the matrix as JSON for a workflow's strategy.matrix: one entry per "
+                                     "system version x protocol x runtime, each with its own artifact name")
+    pl.add_argument("--system", action="append", metavar="NAMES", help="systems (NAME or NAME@VERSION), separated by "
+                                                                       "commas, spaces or newlines; default: all")
+    pl.add_argument("--protocol", action="append", metavar="NAMES", help="protocols (default: deletion)")
+    pl.add_argument("--runtime", action="append", metavar="NAMES", help="runtimes (default: embedded)")
+    pl.add_argument("--every-version", action="store_true", help="every pinned version, not only the default")
+    pl.set_defaults(func=cmd_plan)
+
+    mg = sub.add_parser("merge", help="verify the results of several jobs (downloaded artifacts) and merge them")
+    mg.add_argument("dest", metavar="DEST", help="the results folder to merge into")
+    mg.add_argument("sources", nargs="+", metavar="SRC", help="folders of results (each a run's --out)")
+    mg.set_defaults(func=cmd_merge)
+
+    a = sub.add_parser("action", help="one step of the GitHub Action (action.yml runs them; inputs from MM_* variables)")
+    a.add_argument("step", choices=["install", "run", "verify", "report", "claims", "diff"])
+    a.set_defaults(func=cmd_action)
+
     s = sub.add_parser("systems", help="list the systems under systems/")
     s.set_defaults(func=cmd_systems)
 
@@ -312,6 +434,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("memmatrix: interrupted; runtimes were stopped and no partial result was written", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`memmatrix systems | head`): nothing left to say
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

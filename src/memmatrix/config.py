@@ -11,7 +11,8 @@ from .errors import ConfigError
 
 #: Every variable memmatrix reads, with its meaning (the README's table is generated from this).
 VARIABLES = {
-    "MEMMATRIX_HOME": "checkout holding systems/, schemas/ and cases/ (default: the one memmatrix runs from)",
+    "MEMMATRIX_HOME": "checkout holding systems/, schemas/, cases/ and claims/ (default: the one memmatrix runs from; "
+                      "installed from a wheel, the copies it ships)",
     "MEMMATRIX_SYSTEMS": "folders holding system folders, a path list like PATH (default: the checkout's systems/)",
     "MEMMATRIX_CACHE_DIR": "where environments and images are cached (default: $XDG_CACHE_HOME/memmatrix)",
     "MEMMATRIX_CALL_TIMEOUT": "seconds one adapter call may take before it is an ERROR (default 120)",
@@ -36,7 +37,13 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
 
 
 def _default_home() -> Path:
-    return Path(__file__).resolve().parents[2]
+    """The checkout memmatrix runs from; installed from a wheel, the schemas/, cases/, systems/ and claims/ it
+    ships as package data (memmatrix/home, see setup.py)."""
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "schemas").is_dir():
+        return checkout
+    from importlib.resources import files
+    return Path(str(files("memmatrix") / "home"))
 
 
 @dataclass(frozen=True)

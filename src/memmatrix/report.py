@@ -114,3 +114,16 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
                         f"({setup_label(path, r)}): {counts['FAIL']} FAIL, {counts['ERROR']} ERROR</summary>", "",
                         *lines, "", f"Artifact: `{path.parent}`", "", "</details>", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def brief(paths: list[Path], config=None) -> str:
+    """One line per run, for a terminal: what ran and how its cells came out (the full matrix is ``render``)."""
+    lines = []
+    for path in find_results(paths):
+        r = load_result(path, config)
+        s = r["stamp"]
+        verdicts = [cell["verdict"] for case in r["cases"] for cell in case["cells"]]
+        counts = " · ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS if verdicts.count(v))
+        lines.append(f"  {s['system']['name']} {s['system']['version']} {setup_label(path, r)} {s['protocol']['name']}: "
+                     f"{len(r['cases'])} cases, {counts}{unmatched_mark(r)}")
+    return "\n".join(lines)

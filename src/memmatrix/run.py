@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from tqdm import tqdm
+
 from . import derive, judging
 from .artifacts import write_run
 from .canon import COMPRESSED_SUFFIX, gzip_bytes, sha256_bytes
@@ -122,7 +124,10 @@ def execute(req: RunRequest, config: Config) -> Path:
             header["system"].update(name=name, version=version)
             transcript.prepend(header)
             reinit = _restarter(runtime, client, req)
-            for case in req.cases.cases:
+            bar = tqdm(req.cases.cases, desc=f"  {name} {version} {req.protocol.name}", unit="case", leave=False,
+                       file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True)
+            for case in bar:
+                bar.set_postfix_str(case["id"], refresh=False)
                 if client.unavailable and req.runtime != "inprocess":
                     _recover(client, reinit, case["id"])
                 CaseInterpreter(client, checked, req.cases.data["clock"], settings, judge, reinit).run(case)
