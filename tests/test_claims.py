@@ -108,3 +108,10 @@ def test_a_status_change_against_the_baseline_fails_the_job_only_when_asked(tmp_
     assert main(["claims", str(results), "--claims", str(folder), "--baseline", str(before), "--fail-on-change"]) == 1
     assert main(["claims", str(results), "--claims", str(folder), "--baseline", str(out), "--fail-on-change"]) == 0
     assert main(["claims", str(results), "--claims", str(folder), "--fail-on-change"]) == 2
+
+
+def test_a_claim_the_new_results_do_not_measure_is_no_status_change():
+    from memmatrix.claims import changes
+    before = [{"id": "X-1", "system": "mem0", "status": REPRODUCED}, {"id": "X-2", "system": "mem0", "status": PARTLY}]
+    after = [{"id": "X-1", "system": "mem0", "status": NOT_MEASURED}, {"id": "X-2", "system": "mem0", "status": CONTRADICTED}]
+    assert changes(before, after) == ["X-2 (mem0): partly -> contradicted"]

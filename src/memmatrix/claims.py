@@ -200,10 +200,12 @@ def _shown(path: Path, home: Path | None) -> str:
 
 
 def changes(before: list[dict], after: list[dict]) -> list[str]:
-    """Claims whose headline status differs from an earlier `memmatrix claims --json` output."""
+    """Claims whose headline status differs from an earlier `memmatrix claims --json` output. A claim the new
+    results do not measure (a nightly runs the default versions; the baseline may hold older releases) has
+    no new status to compare, so it is not a change."""
     old = {r["id"]: r["status"] for r in before}
     return [f"{r['id']} ({r['system']}): {old[r['id']]} -> {r['status']}" for r in after
-            if r["id"] in old and old[r["id"]] != r["status"]]
+            if r["id"] in old and old[r["id"]] != r["status"] and NOT_MEASURED not in (old[r["id"]], r["status"])]
 
 
 def load_json(path: Path) -> list[dict]:
