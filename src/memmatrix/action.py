@@ -7,13 +7,14 @@ GITHUB_ENV, GITHUB_PATH and GITHUB_STEP_SUMMARY. tests/test_action.py runs actio
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import json
 import os
 import sys
 from pathlib import Path
 
 from .config import Config
+from .diff import diff
 from .errors import ConfigError
 from .matrix import artifact_name, split_list
 
@@ -44,12 +45,9 @@ def fail_on() -> set[str]:
     return words
 
 
-def _cli(*args: str, stdout: Path | None = None) -> int:
+def _cli(*args: str) -> int:
     from .cli import main
-    if stdout is None:
-        return main(list(args))
-    with open(stdout, "w", encoding="utf-8") as fh, contextlib.redirect_stdout(fh):
-        return main(list(args))
+    return main(list(args))
 
 
 def _started(results: str) -> bool:
@@ -147,12 +145,10 @@ def step_diff(config: Config) -> int:
     gate = "regression" in fail_on()
     temp = Path(_env("RUNNER_TEMP", "."))
     output("regressions", str(temp / "memmatrix-regressions.json"))
-    rc = _cli("diff", baseline, results, "--json", stdout=temp / "memmatrix-regressions.json")
-    if rc == 2:
-        return 2  # something to fix: its message is above
-    _cli("diff", baseline, results, stdout=temp / "memmatrix-diff.md")
-    _append("GITHUB_STEP_SUMMARY", (temp / "memmatrix-diff.md").read_text(encoding="utf-8"))
-    return rc if gate else 0  # 1: a regression; 3: nothing was comparable, which never passes a gate
+    report = diff([Path(baseline)], [Path(results)], config)  # an error is something to fix (exit 2)
+    (temp / "memmatrix-regressions.json").write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    _append("GITHUB_STEP_SUMMARY", report.render())
+    return report.exit_code if gate else 0  # 1: a regression; 3: nothing was comparable, which never passes a gate
 
 
 STEPS = {"install": step_install, "run": step_run, "verify": step_verify, "report": step_report,

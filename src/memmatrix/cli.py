@@ -133,8 +133,7 @@ def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
     if not report.compared:
         print("memmatrix diff: nothing was comparable (see 'not compared'); exit 3 so a gate cannot pass on it",
               file=sys.stderr)
-        return 3
-    return 1 if report.regressions else 0
+    return report.exit_code
 
 
 def _batch(ns: argparse.Namespace, config: Config):

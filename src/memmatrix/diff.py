@@ -51,6 +51,11 @@ class DiffReport:
     def regressions(self) -> list[Change]:
         return [c for c in self.changes if c.kind == "regression"]
 
+    @property
+    def exit_code(self) -> int:
+        """3 when nothing was comparable (a gate must not pass on it), 1 on a regression, else 0."""
+        return 3 if not self.compared else (1 if self.regressions else 0)
+
     def to_json(self) -> dict:
         return {"kind": "memmatrix.diff", "compared": [{"old": o, "new": n} for o, n in self.compared],
                 "not_compared": self.unmatched, "regressions": len(self.regressions),

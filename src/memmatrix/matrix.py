@@ -72,11 +72,6 @@ def plan(config: Config, systems: list[str], protocols: list[str], runtimes: lis
     return entries
 
 
-def _run_folders(root: Path) -> list[Path]:
-    """The run folders under ``root`` (each holds a result.json)."""
-    return sorted(p.parent for p in root.rglob("result.json") if not any(s.startswith(".") for s in p.parts))
-
-
 def _relative(run: Path) -> Path:
     """A run folder's place in a results tree: <protocol>/<system>/<version>/<setup>."""
     parts = run.parts[-4:]
@@ -94,7 +89,7 @@ def _same(a: Path, b: Path) -> bool:
 
 def merge(dest: Path, sources: list[Path], config: Config) -> list[Path]:
     """Copy every verified run of ``sources`` into ``dest``; the run folders merged, in order."""
-    from .verify import verify_result
+    from .verify import find_results, verify_result
     dest = dest.resolve()
     runs: list[tuple[Path, Path]] = []
     for src in sources:
@@ -102,10 +97,7 @@ def merge(dest: Path, sources: list[Path], config: Config) -> list[Path]:
             raise ConfigError(f"{src} is not a folder of results (a downloaded artifact); pass the folder")
         if src.resolve() == dest or dest in src.resolve().parents or src.resolve() in dest.parents:
             raise ConfigError(f"{src} and the destination {dest} overlap; merge into a folder of its own")
-        found = _run_folders(src)
-        if not found:
-            raise ConfigError(f"{src} holds no result.json; was the artifact downloaded into it?")
-        runs += [(run, _relative(run)) for run in found]
+        runs += [(path.parent, _relative(path.parent)) for path in find_results([src])]  # none: one error
     problems = []
     for run, rel in runs:
         problems += [f"{run}: {p}" for p in verify_result(run / "result.json", config)]
