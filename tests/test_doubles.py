@@ -16,6 +16,7 @@ sys.modules.setdefault("adapterkit", __import__("memmatrix.adapterkit", fromlist
 
 import contradiction as cdoubles  # noqa: E402
 import deletion as ddoubles  # noqa: E402
+import writepath as wdoubles  # noqa: E402
 
 
 def cells(run_dir: Path) -> dict[str, dict[str, str]]:
@@ -65,3 +66,40 @@ def test_every_step_and_column_has_its_double():
             rows = d.MOVES.values() if protocol == "contradiction" else [d.MOVES]
             covered |= {k for row in rows for k, v in row.items() if v in ("FAIL", "ERROR")}
         assert covered == {s.key for s in get_protocol(protocol).steps}, protocol
+
+
+
+
+
+def measures(run_dir: Path) -> dict[str, tuple[int, int]]:
+    m = json.loads((run_dir / "result.json").read_text())["measures"]
+    return {k: (v["passed"], v["of"]) for k, v in m.items()}
+
+
+@pytest.fixture(scope="module")
+def writepath_reference(tmp_path_factory):
+    from memmatrix.config import Config
+    from conftest import ROOT
+    tmp = tmp_path_factory.mktemp("wp-reference")
+    config = Config.from_env({"MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp / "cache"),
+                              "MEMMATRIX_CALL_TIMEOUT": "5", "MEMMATRIX_SETTLE_TIMEOUT": "2"})
+    return measures(run(config, "reference", tmp / "out", protocol="writepath"))
+
+
+def test_the_reference_scores_every_write_path_measure_in_full(writepath_reference):
+    """Seed 002's counts: write success 40/40, staleness 8/8, contradiction 6/6, deletion 8/8, provenance 20/20,
+    out-of-scope 6/6."""
+    assert writepath_reference == {"W": (40, 40), "S": (8, 8), "C": (6, 6), "D": (8, 8), "P": (20, 20), "A": (6, 6)}
+
+
+@pytest.mark.parametrize("double", wdoubles.DOUBLES, ids=lambda d: d.__name__)
+def test_each_write_path_double_drops_exactly_its_own_measure(config, tmp_path, writepath_reference, double):
+    now = measures(run(config, f"{DOUBLES / 'writepath.py'}:{double.__name__}", tmp_path, protocol="writepath"))
+    assert now[double.MEASURE] == double.EXPECT
+    rates = {k: p / n for k, (p, n) in now.items() if k != double.MEASURE}
+    assert rates == {k: 1.0 for k in writepath_reference if k != double.MEASURE}
+
+
+def test_every_write_path_measure_has_its_double():
+    from memmatrix.protocols import get_protocol
+    assert {d.MEASURE for d in wdoubles.DOUBLES} == {s.key for s in get_protocol("writepath").steps}

@@ -15,7 +15,7 @@ An adapter is a plain class. It needs no base class and imports nothing from mem
         def write(self, scope, at, messages): ...
         def door(self, query, scope, door, at): ...
         # optional: settle, recall, forget, update, run_background_jobs,
-        #           probe, audit, share, import_history, close
+        #           probe, audit, share, import_history, trace, close
 
 Every operation it defines must take exactly the parameters listed in OPERATIONS;
 a mismatch is reported when the adapter is loaded, naming the method and the fix.
@@ -58,7 +58,10 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "audit": ("scope",),
     "share": ("scope", "to_scope", "at", "text"),
     "import_history": ("scope", "at", "messages"),
+    "trace": ("scope", "id"),
 }
+#: Operations added after wire version 1 was published: an adapter that does not declare one has it unsupported.
+UNDECLARED_UNSUPPORTED = ("trace",)
 #: Operations every adapter must define.
 REQUIRED = ("capabilities", "reset", "write", "door")
 

@@ -100,7 +100,7 @@ def case_problems(records: list[dict], stamp: dict, protocol: EvalProtocol, conf
                            f"(missing {missing}, not in the file {extra})"]
     for (header, body), case in zip(seen, cases):
         expect = {"shape": case["shape"], "scopes": case["scopes"], "targets": case["targets"],
-                  "recall_k": case.get("recall_k", 10), "ops": len(case["ops"])}
+                  "recall_k": case.get("recall_k", 10), "ops": len(case["ops"]), "units": case.get("units")}
         for k, v in expect.items():
             if canonical(header.get(k)) != canonical(v):
                 problems.append(f"case {case['id']}: the transcript's {k} differs from the case file's")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .adapterkit import OPERATIONS, REQUIRED
+from .adapterkit import OPERATIONS, REQUIRED, UNDECLARED_UNSUPPORTED
 from .errors import AdapterError
 
 #: Operations an adapter must declare a support level for (the required four are always supported).
@@ -18,9 +18,13 @@ class Capabilities:
     def support(self, op: str) -> str:
         if op in REQUIRED:
             return "supported"
+        if op in UNDECLARED_UNSUPPORTED and op not in self.raw["operations"]:
+            return "unsupported"
         return self.raw["operations"][op]["support"]
 
     def reason(self, op: str) -> str:
+        if op in UNDECLARED_UNSUPPORTED and op not in self.raw["operations"]:
+            return f"the adapter does not declare {op}"
         return self.raw["operations"].get(op, {}).get("reason", "")
 
     @property
@@ -44,7 +48,7 @@ def check_capabilities(raw: dict, implemented: list[str], adapter: str) -> Capab
     """Every problem at once, each naming the operation and the fix (the schema was checked before)."""
     ops = raw["operations"]
     problems = []
-    missing = [op for op in DECLARED if op not in ops]
+    missing = [op for op in DECLARED if op not in ops and op not in UNDECLARED_UNSUPPORTED]
     if missing:
         problems.append(f"no support level declared for {missing}; add each to capabilities()['operations'] "
                         f"as {{'support': 'supported' | 'emulated' | 'unsupported', 'reason': ...}}")

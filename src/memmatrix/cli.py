@@ -114,6 +114,19 @@ def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
     return 1 if bad else 0
 
 
+def cmd_rescore(ns: argparse.Namespace, config: Config) -> int:
+    from .rescore import RescoreRefused, rescore
+    from .verify import find_results
+    refused = 0
+    for path in find_results([Path(p) for p in ns.paths]):
+        try:
+            print(f"ok   {path}: {rescore(path, config)}")
+        except RescoreRefused as exc:
+            refused += 1
+            print(f"FAIL {exc}")
+    return 1 if refused else 0
+
+
 def cmd_report(ns: argparse.Namespace, config: Config) -> int:
     from .report import render
     text = render([Path(p) for p in ns.paths], config=config)
@@ -333,6 +346,11 @@ def parser() -> argparse.ArgumentParser:
                    help="also execute each run again from its stamp and compare its transcripts (an oracle run on "
                         "the oracle; a proxy or replay run by replaying its own model transcript)")
     v.set_defaults(func=cmd_verify)
+
+    rs = sub.add_parser("rescore", help="re-derive results' cells with this scorer from their unchanged transcripts "
+                        "(refused where a verdict would change)")
+    rs.add_argument("paths", nargs="+", help="result.json files or folders holding them")
+    rs.set_defaults(func=cmd_rescore)
 
     rp = sub.add_parser("report", help="the matrix as Markdown (systems x steps, with reasons)")
     rp.add_argument("paths", nargs="+", metavar="PATH")

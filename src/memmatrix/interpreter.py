@@ -42,7 +42,8 @@ class CaseInterpreter:
     def run(self, case: dict) -> None:
         tr = self.client.transcript
         tr.add({"kind": "case", "case": case["id"], "shape": case["shape"], "scopes": case["scopes"],
-                "targets": case["targets"], "recall_k": case.get("recall_k", 10), "ops": len(case["ops"])})
+                "targets": case["targets"], "recall_k": case.get("recall_k", 10), "ops": len(case["ops"]),
+                **({"units": case["units"]} if "units" in case else {})})
         self.case = case
         tr.normalize.set_needles([w for t in case["targets"].values() for w in wordings(t)])
         self.case_start = len(tr.records)
@@ -129,6 +130,17 @@ class CaseInterpreter:
     def _op_audit(self, spec: dict, ctx: dict) -> None:
         if self._supported("audit", ctx):
             self.client.call("audit", {"scope": self._scope(spec["scope"])}, ctx)
+
+    def _op_trace(self, spec: dict, ctx: dict) -> None:
+        """Ask the system for the lineage of every returned item (so far in the case) holding the target."""
+        if not self._supported("trace", ctx):
+            return
+        from .protocols.writepath import traceable_ids
+        answers = [r["result"] for r in self.client.transcript.records[self.case_start:]
+                   if r.get("kind") == "call" and r.get("call") in ("door", "recall") and "result" in r]
+        for item_id in traceable_ids(answers, self.case["targets"][spec["target"]]):
+            raw = self.client.transcript.normalize.raw(item_id)  # the transcript renumbers ids; the system wants its own
+            self.client.call("trace", {"scope": self._scope(spec["scope"]), "id": raw}, ctx)
 
     def _op_probe(self, spec: dict, ctx: dict) -> None:
         if not self._supported("probe", ctx):

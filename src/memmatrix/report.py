@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from .protocols import VERDICTS
+from .stamp import scoring_version
 from .verify import find_results, load_result
 
 SHORT = {"PASS": "PASS", "FAIL": "FAIL", "ERROR": "ERROR", "SKIP": "SKIP", "UNSUPPORTED": "n/a"}
@@ -39,7 +40,7 @@ def _group(results: list[tuple[Path, dict]]) -> dict:
     groups: dict[tuple, list] = defaultdict(list)
     for path, r in results:
         s = r["stamp"]
-        key = (s["protocol"]["name"], s["protocol"]["version"], s["dataset"]["version"], s["dataset"]["sha256"],
+        key = (s["protocol"]["name"], scoring_version(s), s["dataset"]["version"], s["dataset"]["sha256"],
                s["model"]["mode"], s["model"].get("id"))
         groups[key].append((path, r))
     return groups
@@ -69,11 +70,11 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
         for path, r in runs:
             s = r["stamp"]
             cells = []
-            for i in range(len(steps)):
-                column = [c["cells"][i] for c in r["cases"]]
+            for step in steps:
+                column = [cell for c in r["cases"] for cell in c["cells"] if cell["step"] == step["key"]]
                 judged = any(c.get("method") == "judged" for c in column)
                 judged_any |= judged
-                cells.append(cell_text([c["verdict"] for c in column]) + (" (judged)" if judged else ""))
+                cells.append((cell_text([c["verdict"] for c in column]) if column else "—") + (" (judged)" if judged else ""))
             out.append(f"| {s['system']['name']} | {s['system']['version']} | {setup_label(path, r)}{unmatched_mark(r)} | "
                        + " | ".join(cells) + " |")
             unanswered_any = unanswered_any or bool(unmatched_mark(r))
@@ -86,6 +87,7 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
             out += ["", "⚠: the oracle answered some of that run's model calls with an empty default (it could not "
                         "tell what a careful model would answer); the cells those calls touched measure the oracle, "
                         "not the system. The result's findings list the calls; the README explains each."]
+        out += measures_table(runs, steps) + stage_table(runs)
         out += ["", "<details><summary>Steps</summary>", ""]
         out += [f"- **{s['key']} {s['name']}**: {s['title']}" for s in steps]
         out += ["", "</details>", ""]
@@ -95,7 +97,9 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
                     f"({setup_label(path, r)})</summary>", "",
                     "| case | shape | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(steps)]
             for case in r["cases"]:
-                marks = [SHORT[c["verdict"]] + ("ʲ" if c.get("method") == "judged" else "") for c in case["cells"]]
+                by_step = {c["step"]: c for c in case["cells"]}
+                marks = [SHORT[c["verdict"]] + ("ʲ" if c.get("method") == "judged" else "") if c else "—"
+                         for c in (by_step.get(st["key"]) for st in steps)]
                 out.append(f"| {case['id']} | {case['shape']} | " + " | ".join(marks) + " |")
             out += ["", "</details>", ""]
         for path, r in runs:
@@ -105,7 +109,8 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
                 for cell in case["cells"]:
                     if cell["verdict"] in ("FAIL", "ERROR"):
                         name = next(st["name"] for st in steps if st["key"] == cell["step"])
-                        lines.append(f"- `{case['id']}` · step {cell['step']} {name}: **{cell['verdict']}**: "
+                        stage = f" [{cell['stage']}]" if cell.get("stage") else ""
+                        lines.append(f"- `{case['id']}` · step {cell['step']} {name}: **{cell['verdict']}**{stage}: "
                                      f"{_escape(cell['reason'])}")
             lines += [f"- finding: {_escape(f)}" for f in r.get("findings", [])]
             if lines:
@@ -114,6 +119,52 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
                         f"({setup_label(path, r)}): {counts['FAIL']} FAIL, {counts['ERROR']} ERROR</summary>", "",
                         *lines, "", f"Artifact: `{path.parent}`", "", "</details>", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _measure(m: dict) -> str:
+    if not m.get("of"):
+        return "—"
+    lo, hi = m["wilson95"]
+    text = f"{m['passed']}/{m['of']} ({m['rate']:.2f}, {lo:.2f}–{hi:.2f})"
+    if "outcomes" in m:
+        text += " · " + ", ".join(f"{n} {o}" for o, n in m["outcomes"].items() if n)
+    return text
+
+
+def measures_table(runs: list[tuple[Path, dict]], steps: list[dict]) -> list[str]:
+    """Rates over facts (passed/measured, the rate, its Wilson 95% interval), for protocols that define them."""
+    rows = [(p, r) for p, r in runs if r.get("measures")]
+    if not rows:
+        return []
+    out = ["", "Facts passed out of facts measured per column (rate, Wilson 95% interval); every row of every "
+               "rate is a check in the result's cells.", "",
+           "| system | version | runtime (+variant) | " + " | ".join(s["key"] for s in steps) + " |",
+           "|---|---|---|" + "---|" * len(steps)]
+    for path, r in rows:
+        s = r["stamp"]
+        out.append(f"| {s['system']['name']} | {s['system']['version']} | {setup_label(path, r)} | "
+                   + " | ".join(_measure(r["measures"].get(st["key"], {})) for st in steps) + " |")
+    return out
+
+
+def stage_table(runs: list[tuple[Path, dict]]) -> list[str]:
+    """FAIL cells per stage, per run: where each failure happened (protocols/stages.py)."""
+    from .protocols.stages import STAGES
+    counts = []
+    for path, r in runs:
+        stages = [c.get("stage") for case in r["cases"] for c in case["cells"] if c["verdict"] == "FAIL"]
+        if stages:
+            counts.append((path, r, {st: stages.count(st) for st in STAGES}))
+    if not counts:
+        return []
+    used = [st for st in STAGES if any(c[st] for _, _, c in counts)]
+    out = ["", "Where the failures happened: FAIL cells per stage (see the README, \"a stage on every FAIL\").", "",
+           "| system | version | runtime (+variant) | " + " | ".join(used) + " |", "|---|---|---|" + "---|" * len(used)]
+    for path, r, c in counts:
+        s = r["stamp"]
+        out.append(f"| {s['system']['name']} | {s['system']['version']} | {setup_label(path, r)} | "
+                   + " | ".join(str(c[st] or "") for st in used) + " |")
+    return out
 
 
 def brief(paths: list[Path], config=None) -> str:

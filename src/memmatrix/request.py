@@ -17,6 +17,7 @@ from .cases import CaseFile
 from .config import Config
 from .errors import ConfigError
 from .judge import JUDGE_MARKER
+from .stamp import scoring_version
 from .model import ORACLE_VERSION, GatewaySettings
 from .protocols import EvalProtocol
 from .systems import SystemSpec
@@ -93,7 +94,7 @@ def portable(path: Path, home: Path) -> str:
 def setup_of(stamp: dict) -> dict:
     """The parts of a stamp that make two results the same measurement of one system version."""
     model, judge = stamp.get("model") or {}, stamp.get("judge") or {}
-    return {"protocol": stamp["protocol"]["version"], "dataset": stamp["dataset"]["sha256"], "seed": stamp["seed"],
+    return {"protocol": scoring_version(stamp), "dataset": stamp["dataset"]["sha256"], "seed": stamp["seed"],
             "options": stamp["system"].get("options", {}),
             "model": {k: model.get(k) for k in ("mode", "id", "oracle_version", "embedding_model")},
             "judge": judge.get("prompt") if judge else None}

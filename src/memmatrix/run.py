@@ -185,6 +185,9 @@ def execute(req: RunRequest, config: Config) -> Path:
         "timings": {"wall_s": round(time.monotonic() - t0, 3), "adapter_ms": adapter_ms, "model": model_latency},
         "cost": cost,
     }
+    measures = req.protocol.measures(cases)
+    if measures is not None:
+        result["measures"] = measures
     if model_text:
         files["model-transcript.jsonl" + COMPRESSED_SUFFIX] = gzip_bytes(model_text.encode())
         result["model_transcript"] = {"file": "model-transcript.jsonl" + COMPRESSED_SUFFIX,

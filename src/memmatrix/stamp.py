@@ -49,6 +49,14 @@ def _get(stamp: dict, dotted: str):
     return value
 
 
+def scoring_version(stamp: dict) -> str:
+    """The protocol version whose scorer produced the cells: the one that ran, or a later one that re-derived
+    them from the unchanged transcript (``memmatrix rescore``)."""
+    return (stamp.get("rescored") or {}).get("protocol_version") or stamp["protocol"]["version"]
+
+
 def fingerprint(stamp: dict) -> str:
     """Runs with equal fingerprints measured the same thing the same way (system version aside)."""
-    return sha256_json({f: _get(stamp, f) for f in FINGERPRINT_FIELDS})[:16]
+    fields = {f: _get(stamp, f) for f in FINGERPRINT_FIELDS}
+    fields["protocol.version"] = scoring_version(stamp)
+    return sha256_json(fields)[:16]

@@ -92,6 +92,12 @@ class Normalizer:
             self._ids[raw] = f"~{len(self._ids) + 1}"
         return self._ids[raw]
 
+    def raw(self, value):
+        """The id as the system gave it, for one the transcript renumbered (``~3``); any other value as it is."""
+        if isinstance(value, str) and value.startswith("~"):
+            return next((raw for raw, n in self._ids.items() if n == value), value)
+        return value
+
     def _text(self, text: str, key: str | None = None) -> str:
         text = _UUID.sub(lambda m: self._id(m.group(0).lower()), text)
         if key not in _TIME_FIELDS and _DATETIME.search(text):
@@ -151,6 +157,7 @@ class Transcript:
 
     def add_exchange(self, context: dict, call: str, args: dict, result: Any = None,
                      error: dict | None = None) -> dict:
+        args = {k: self.normalize(v, k) if k in ID_KEYS else v for k, v in args.items()}  # an id the system gave
         rec = {**context, "kind": "call", "call": call, "args": self.normalize.redact(args)}
         if error is not None:
             rec["error"] = error

@@ -25,7 +25,7 @@ from .config import Config
 from .errors import ConfigError, MemmatrixError
 from .protocols import get_protocol
 from .scoring import recorded_capabilities, score_transcript, summarize
-from .stamp import fingerprint
+from .stamp import fingerprint, scoring_version
 from .transcript import read_lines
 
 
@@ -101,14 +101,17 @@ def verify_result(path: Path, config: Config) -> list[str]:
     except (MemmatrixError, ValueError, OSError) as exc:
         return problems + [str(exc)]
     stamp = result["stamp"]
-    if protocol.version != stamp["protocol"]["version"]:
-        return problems + [f"scored by {protocol.name} protocol {stamp['protocol']['version']}; this memmatrix "
-                           f"implements {protocol.version}: verify with the memmatrix version in the stamp"]
+    if protocol.version != scoring_version(stamp):
+        return problems + [f"scored by {protocol.name} protocol {scoring_version(stamp)}; this memmatrix implements "
+                           f"{protocol.version}: verify with the memmatrix version in the stamp, or re-derive the "
+                           "cells with `memmatrix rescore` (which refuses if any verdict would change)"]
     problems += check_bindings(path, result, records, model_records, protocol, caps, config)
     rescored = score_transcript(protocol, records)
     problems += compare_cases(result["cases"], rescored)
     if summarize(protocol, rescored) != result["summary"]:
         problems.append("the summary differs from the one recomputed from the transcript")
+    if protocol.measures(rescored) != result.get("measures"):
+        problems.append("the measures differ from those recomputed from the transcript's cells")
     cost = derive.model_cost(model_records, stamp["model"]["mode"])
     if cost != result.get("cost"):
         problems.append("the cost differs from the one derived from the model transcript "

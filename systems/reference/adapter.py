@@ -59,6 +59,7 @@ class ReferenceAdapter:
                 "audit": {"support": "supported"},
                 "share": {"support": "supported"},
                 "import_history": {"support": "supported"},
+                "trace": {"support": "supported"},
             },
             "doors": [{"name": "prompt", "description": "the memory block injected into the model's prompt"}],
             "stores": [
@@ -78,12 +79,24 @@ class ReferenceAdapter:
     def reset(self) -> None:
         self.mem.reset()
 
+    @staticmethod
+    def _source(messages: list) -> str:
+        return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+
     def write(self, scope: str, at: str, messages: list) -> dict:
-        return {"ids": self.mem.remember(scope, at, self._extract(messages))}
+        return {"ids": self.mem.remember(scope, at, self._extract(messages), self._source(messages))}
 
     def import_history(self, scope: str, at: str, messages: list) -> dict:
         """Bulk import of an old transcript, at the time it was written (not the time of import)."""
-        return {"ids": self.mem.remember(scope, at, self._extract(messages)), "path": "transcript import"}
+        return {"ids": self.mem.remember(scope, at, self._extract(messages), self._source(messages)),
+                "path": "transcript import"}
+
+    def trace(self, scope: str, id) -> dict:
+        """The conversation a fact was extracted from, as stored with it."""
+        fact = self.mem.state["facts"].get(str(id))
+        if fact is None or fact["scope"] != scope or not fact.get("source"):
+            return {"sources": []}
+        return {"sources": [{"id": f"source-of-{fact['id']}", "text": fact["source"], "at": fact["recorded_at"]}]}
 
     def settle(self, timeout_s: float) -> dict:
         return {"quiescent": True, "detail": "every write is applied before it returns"}

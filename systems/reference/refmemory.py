@@ -11,6 +11,7 @@ It is the positive control of memmatrix: if it fails a step, the protocol is wro
 - Forget removes the matching facts, their vectors and every copy shared from them (copies
   keep a back-reference), drops any summary derived from them, and leaves value-level
   tombstones: salted digests that make a later write asserting the same value be rejected.
+- Every fact keeps the conversation it was extracted from (its provenance, answered by ``trace``).
 - Derived stores record their sources; the audit trail records events with ids and salted
   digests, never the deleted text.
 """
@@ -21,6 +22,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 from adapterkit import content_tokens, tokens
@@ -89,14 +91,16 @@ class RefMemory:
             return "former"
         return "current"
 
-    def _add(self, scope: str, at: str, f: dict, copy_of: str | None = None, **extra) -> str:
+    def _add(self, scope: str, at: str, f: dict, copy_of: str | None = None, source: str | None = None,
+             **extra) -> str:
         self.state["seq"] += 1
         fid = f"f{self.state['seq']}"
         self.state["facts"][fid] = {
             "id": fid, "scope": scope, "subject": f["subject"], "attribute": f["attribute"], "value": f["value"],
             "text": f.get("statement") or f"{f['subject']} {f['attribute']}: {f['value']}",
             "valid_from": f.get("valid_from") or at, "valid_to": f.get("valid_to"), "recorded_at": at,
-            "ended_by": None, "superseded_by": None, "copy_of": copy_of, "kind": f.get("kind", "fact"), **extra}
+            "ended_by": None, "superseded_by": None, "copy_of": copy_of, "kind": f.get("kind", "fact"),
+            "source": source, **extra}
         self.state["vectors"][fid] = embed(self.state["facts"][fid]["text"])
         return fid
 
@@ -110,8 +114,8 @@ class RefMemory:
             if f.get("superseded_by") == fid and f.get("ended_by") in ("superseded", "retracted"):
                 f["valid_to"], f["ended_by"], f["superseded_by"] = f.get("prior_valid_to"), None, None
 
-    def remember(self, scope: str, at: str, facts: list[dict]) -> list[str]:
-        """Apply extracted facts at event time ``at``; returns the ids of new facts."""
+    def remember(self, scope: str, at: str, facts: list[dict], source: str | None = None) -> list[str]:
+        """Apply facts extracted from ``source`` at event time ``at``; returns the ids of new facts."""
         added = []
         stones = set(self.state["tombstones"].get(scope, []))
         for f in facts:
@@ -124,11 +128,11 @@ class RefMemory:
                 victims = [g for g in same_key if g["ended_by"] is None and
                            (gone is None or same_value(g["value"], gone))]
                 if f["intent"] == "retract":
-                    nid = self._add(scope, at, {**f, "kind": "retraction"}, retracts=f["value"])
+                    nid = self._add(scope, at, {**f, "kind": "retraction"}, source=source, retracts=f["value"])
                     for g in victims:
                         self._close(g, at, "retracted", nid)
                 else:
-                    nid = self._add(scope, at, f)
+                    nid = self._add(scope, at, f, source=source)
                     for g in victims:
                         self._close(g, at, "superseded", nid)
                 added.append(nid)
@@ -136,7 +140,7 @@ class RefMemory:
             if any(same_value(g["value"], f["value"]) for g in same_key):
                 continue  # already known, current or as history: re-feeding reopens nothing
             newer = [g for g in same_key if g["ended_by"] is None and g["valid_from"] > at]
-            nid = self._add(scope, at, f)
+            nid = self._add(scope, at, f, source=source)
             if newer:  # older material arriving late is history from the start
                 self._close(self.state["facts"][nid], min(g["valid_from"] for g in newer), "superseded", newer[0]["id"])
             added.append(nid)
@@ -179,7 +183,7 @@ class RefMemory:
         for fact in self.matching(scope, request, stated):
             f = {k: fact[k] for k in ("subject", "attribute", "value")} | {"statement": fact["text"],
                                                                              "valid_from": fact["valid_from"]}
-            cid = self._add(to_scope, at, f, copy_of=fact["id"])
+            cid = self._add(to_scope, at, f, copy_of=fact["id"], source=fact.get("source"))
             self._audit("share", cid, to_scope, at, self.digest(fact["value"]))
             copies.append(cid)
         self.save()
@@ -196,8 +200,18 @@ class RefMemory:
         return ["summarize", "reindex"]
 
     # ---------------------------------------------------------------- reads
+    def unknown_names(self, query: str, scope: str) -> list[str]:
+        """Names (capitalised words after the first) the query asks about that no fact of the scope mentions."""
+        known = set(tokens(" ".join(f["text"] for f in self.facts(scope))))
+        names = [w for w in re.findall(r"[^\W\d_]+", query, re.UNICODE)[1:] if w[0].isupper() and w != "I"]
+        return [w for w in names if tokens(w)[0] not in known]
+
     def rank(self, query: str, scope: str, k: int) -> list[dict]:
-        """Word overlap with the statement, subject and attribute; a hit on a closed fact brings its successor."""
+        """Word overlap with the statement, subject and attribute; a hit on a closed fact brings its successor.
+        A query about a name the memory has never heard of gets nothing: it abstains instead of handing over
+        neighbours."""
+        if self.unknown_names(query, scope):
+            return []
         words = content_tokens(query)
         scored = []
         for f in self.facts(scope):

@@ -6,8 +6,9 @@ from ..errors import ConfigError
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, VERDICTS, Cell, EvalProtocol, StepDef
 from .contradiction import ContradictionProtocol
 from .deletion import DeletionProtocol
+from .writepath import WritePathProtocol
 
-_PROTOCOLS: dict[str, EvalProtocol] = {p.name: p for p in (DeletionProtocol(), ContradictionProtocol())}
+_PROTOCOLS: dict[str, EvalProtocol] = {p.name: p for p in (DeletionProtocol(), ContradictionProtocol(), WritePathProtocol())}
 
 
 def get_protocol(name: str) -> EvalProtocol:

@@ -35,11 +35,18 @@ class Cell:
     reason: str = ""
     checks: list[dict] = field(default_factory=list)
     method: str | None = None  # "mechanical" or "judged" where a judge may decide the cell
+    stage: str | None = None   # where a FAIL happened (protocols/stages.py); set on every FAIL
+
+    def __post_init__(self) -> None:
+        if self.verdict == FAIL and self.stage is None:
+            self.stage = next((c["stage"] for c in self.checks if c.get("ok") is False and c.get("stage")), None)
 
     def as_dict(self) -> dict:
         out = {"step": self.step, "verdict": self.verdict, "reason": self.reason, "checks": self.checks}
         if self.method:
             out["method"] = self.method
+        if self.stage and self.verdict == FAIL:
+            out["stage"] = self.stage
         return out
 
 
@@ -132,6 +139,10 @@ class EvalProtocol:
 
     def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:
         raise NotImplementedError
+
+    def measures(self, cases: list[dict]) -> dict | None:
+        """The protocol's own per-step measures over the scored cases (rates, points), or None."""
+        return None
 
     def error_cells(self, reason: str) -> list[Cell]:
         """Every step ERROR: the case could not run at all (the adapter failed to start or reset)."""

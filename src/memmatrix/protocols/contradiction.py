@@ -28,6 +28,7 @@ from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRe
 from .deletion import _combine
 from .hygiene import door_answers, hygiene, judge_for
 from .observe import holds, items_holding, served_as_current, sight, store_holds
+from .stages import DELIVERED, trail
 
 STEPS = (
     StepDef("setup", "setup", "the original value and its sibling are served before the correction (control)"),
@@ -53,7 +54,7 @@ PHASES = {"now": ("A", "B", "D"), "after-jobs": ("C",), "after-reimport": ("C'",
 
 class ContradictionProtocol(EvalProtocol):
     name = "contradiction"
-    version = "1.4.0"
+    version = "1.5.0"
     steps = STEPS
     uses_judge = True
 
@@ -107,8 +108,13 @@ class _Scorer:
         missing = [n for n in op.spec.get("ask", []) if not sight(op, self.t[n]).served]
         if missing:
             return Cell("setup", FAIL, f"not served as current before the correction: {missing}",
-                        [{"op": op.index, "missing": missing}])
+                        [{"op": op.index, "missing": missing, "ok": False, "stage": self._reached(op, missing[0])}])
         return Cell("setup", PASS, "", [{"op": op.index, "served": op.spec.get("ask", [])}])
+
+    def _reached(self, op: OpRecords, name: str, queries: list[str] | None = None) -> str:
+        """How far a value that should have been served got (protocols/stages.py)."""
+        target = self.t[name]
+        return trail(self.ops, op.index, target, self.caps, queries or target["queries"]).reached()
 
     def _setup_ok(self) -> bool:
         op = self._op("setup", "assess")
@@ -126,7 +132,8 @@ class _Scorer:
             held = any(holds(a, self.current) for _, a in answers)
             why = "is served only as no longer current" if held else "is not served"
             return FAIL, f"the current value {self.current['token']!r} {why} for {self.current['queries']}", \
-                [{"op": op.index, "current": "qualified" if held else "not served"}], False
+                [{"op": op.index, "current": "qualified" if held else "not served", "ok": False,
+                  "stage": self._reached(op, "current")}], False
         answers, errors = door_answers(op, self.stale["queries"])
         if errors:
             return ERROR, errors[0], [], False
@@ -204,7 +211,9 @@ class _Scorer:
         if any(holds(a, self.stale) for _, a in answers):
             return Cell("D", PASS, "", [{"op": op.index, "history": "knowable"}])
         return Cell("D", FAIL, f"the former value {self.stale['token']!r} is no longer knowable when asked "
-                               f"{queries}: the correction became amnesia", [{"op": op.index, "history": "lost"}])
+                               f"{queries}: the correction became amnesia",
+                    [{"op": op.index, "history": "lost", "ok": False,
+                      "stage": self._reached(op, "original", queries)}])
 
     def _derived(self, final: OpRecords) -> tuple[str, str, list[dict], bool]:
         """Do the derived stores assert the stale value as current (hygiene over every poll)?"""
@@ -264,14 +273,16 @@ class _Scorer:
         held = [(w, a) for w, a in answers if holds(a, self.stale)]
         if not held:
             return Cell("U", FAIL, f"the original value {self.stale['token']!r} is gone: forgetting the correction "
-                                   "did not bring it back", [{"op": op.index, "original": "absent"}], "mechanical")
+                                   "did not bring it back", [{"op": op.index, "original": "absent", "ok": False,
+                                                              "stage": self._reached(op, "original")}], "mechanical")
         at = self.at[op.index]
         checks, verdicts, judged = [], [], False
         for where, a in held:
             if self.mechanical and items_holding(a, self.stale):
                 ok = served_as_current(a, self.stale, at)
                 verdicts.append(ok)
-                checks.append({"op": op.index, **where, "original": "current" if ok else "still former"})
+                checks.append({"op": op.index, **where, "original": "current" if ok else "still former",
+                               **({} if ok else {"ok": False, "stage": DELIVERED})})
                 continue
             j = judge_for(self._judges(op), where)
             if j is None or "error" in j:
@@ -282,7 +293,7 @@ class _Scorer:
             ok = j["result"]["verdict"] == "unqualified"  # presented as current: what an undo must restore
             verdicts.append(ok)
             checks.append({"op": op.index, **where, "original": "current" if ok else j["result"]["verdict"],
-                           "method": "judged"})
+                           "method": "judged", **({} if ok else {"ok": False, "stage": DELIVERED})})
         method = "judged" if judged else "mechanical"
         if any(v is True for v in verdicts):
             return Cell("U", PASS, "", checks, method)
@@ -307,8 +318,10 @@ class _Scorer:
                 outcomes.append((ERROR, errs[0]["error"]["message"], []))
                 continue
             lost = [n for n in names if not sight(op, self.t[n]).served]
+            check = {"op": op.index, "phase": step, "lost": lost}
+            if lost:
+                check.update(ok=False, stage=self._reached(op, lost[0]))
             outcomes.append((FAIL if lost else PASS,
-                             f"over-invalidation: {lost} no longer served as current ({step})" if lost else "",
-                             [{"op": op.index, "phase": step, "lost": lost}]))
+                             f"over-invalidation: {lost} no longer served as current ({step})" if lost else "", [check]))
         return Cell("S", *_combine(outcomes))
 

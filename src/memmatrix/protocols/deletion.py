@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..tokens import found_in, tokens
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops
 from .observe import probe_hits, sight
+from .stages import NOT_RETRIEVED, NOT_STORED, OPERATION, trail
 
 #: Audit event names that record a deletion (compared case-folded).
 DELETION_EVENTS = frozenset({
@@ -66,7 +67,7 @@ def _combine(outcomes: list[tuple[str, str, list[dict]]]) -> tuple[str, str, lis
 
 class DeletionProtocol(EvalProtocol):
     name = "deletion"
-    version = "1.3.0"
+    version = "1.4.0"
     steps = STEPS
 
     # ---------------------------------------------------------------- validation
@@ -77,10 +78,11 @@ class DeletionProtocol(EvalProtocol):
     # ---------------------------------------------------------------- scoring
     def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:
         targets, scopes = header["targets"], header["scopes"]
-        state = _State(capabilities)
+        ops = group_ops(records)
+        state = _State(capabilities, ops)
         per_step: dict[str, list] = {s.key: [] for s in self.steps}
         skipped: dict[str, list[str]] = {s.key: [] for s in self.steps}
-        for op in group_ops(records):
+        for op in ops:
             for skip in op.skips:
                 skipped.setdefault(op.step, []).append(skip)
             outcome = state.judge(op, targets, scopes)
@@ -110,8 +112,9 @@ class DeletionProtocol(EvalProtocol):
 class _State:
     """What the scorer carries from op to op within one case."""
 
-    def __init__(self, capabilities: dict):
+    def __init__(self, capabilities: dict, ops: list[OpRecords]):
         self.caps = capabilities
+        self.ops = ops
         self.seen: set[tuple[str, str]] = set()          # (scope key, target) reachable at some expect
         self.forgotten: dict[str, list[str]] = {}        # target -> ids its forget returned
         self.baseline: dict[str, dict[str, bool]] = {}   # target -> store -> held, before deletion
@@ -149,7 +152,8 @@ class _State:
         declared = [j["name"] for j in self.caps.get("background_jobs", [])]
         missing = [j for j in declared if j not in ran]
         if missing:
-            return FAIL, f"declared background jobs were not run: {missing}", [{"ran": ran, "declared": declared}]
+            return FAIL, f"declared background jobs were not run: {missing}", \
+                [{"ran": ran, "declared": declared, "ok": False, "stage": OPERATION}]
         return PASS, f"ran {ran}", [{"ran": ran, "declared": declared}]
 
     def _expect(self, op: OpRecords, targets: dict):
@@ -162,15 +166,19 @@ class _State:
             why = (f"control {name} not served as current in scope {scope!r} (asked {targets[name]['queries']}): "
                    "an absence next to a lost control proves nothing" if control
                    else f"{name} not served as current in scope {scope!r} (asked {targets[name]['queries']})")
-            outcomes.append((PASS if ok else FAIL, "" if ok else why,
-                             [{"op": op.index, "check": "present", "target": name, "scope": scope, "ok": ok,
-                               "detail": detail}]))
+            check = {"op": op.index, "check": "present", "target": name, "scope": scope, "ok": ok, "detail": detail}
+            if not ok:
+                seen = trail(self.ops, op.index, targets[name], self.caps)
+                check.update(stage=seen.reached(), trail=seen.as_dict())
+            outcomes.append((PASS if ok else FAIL, "" if ok else why, [check]))
         for name in op.spec.get("absent", []):
             s = sight(op, targets[name])
             check = {"op": op.index, "check": "absent", "target": name, "scope": scope}
             if s.reachable:
+                seen = trail(self.ops, op.index, targets[name], self.caps)
                 outcomes.append((FAIL, f"{name} still reachable in scope {scope!r}: {s.where}",
-                                 [{**check, "ok": False, "detail": s.where}]))
+                                 [{**check, "ok": False, "detail": s.where, "stage": seen.survived(),
+                                   "trail": seen.as_dict()}]))
             elif (scope, name) not in self.seen:
                 outcomes.append((SKIP, f"{name} was never reachable in scope {scope!r} before, so its absence proves nothing",
                                  [{**check, "ok": None, "detail": "vacuous"}]))
@@ -212,7 +220,8 @@ class _State:
                 if held or right_after:
                     parts = ([f"right after the forget by {right_after}"] if right_after else []) + \
                         ([f"at the end by {held}"] if held else [])
-                    outcomes.append((FAIL, f"{name} still held " + " and ".join(parts), [{**check, "ok": False}]))
+                    outcomes.append((FAIL, f"{name} still held " + " and ".join(parts),
+                                     [{**check, "ok": False, "stage": NOT_RETRIEVED}]))
                 elif not any(before.values()):
                     outcomes.append((SKIP, f"no store held {name} before deletion, so the probes prove nothing",
                                      [{**check, "ok": None}]))
@@ -226,7 +235,7 @@ class _State:
                 lost = sorted(s for s, hit in before.items() if hit and not now.get(s))
                 outcomes.append((FAIL if lost else PASS,
                                  f"control {name} lost from store(s) {lost}: over-deletion" if lost else "",
-                                 [{**check, "ok": not lost}]))
+                                 [{**check, "ok": not lost, **({"stage": NOT_STORED} if lost else {})}]))
         return _combine(outcomes)
 
     def _audit(self, op: OpRecords, targets: dict):
@@ -239,9 +248,11 @@ class _State:
         check = {"op": op.index, "check": "audit", "events": len(events), "deletion_events": len(deletions),
                  "forgotten_ids": sorted(ids)}
         if leaks:
-            return FAIL, f"the audit trail still holds the deleted value of {leaks} in plaintext", [{**check, "ok": False}]
+            return FAIL, f"the audit trail still holds the deleted value of {leaks} in plaintext", \
+                [{**check, "ok": False, "stage": NOT_RETRIEVED}]
         if not matching:
             what = f"for the forgotten id(s) {sorted(ids)}" if ids else "at all"
-            return FAIL, f"no deletion event {what} among {len(events)} audit event(s)", [{**check, "ok": False}]
+            return FAIL, f"no deletion event {what} among {len(events)} audit event(s)", \
+                [{**check, "ok": False, "stage": OPERATION}]
         return PASS, "", [{**check, "ok": True}]
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..tokens import found_in
 from .base import ERROR, FAIL, PASS, SKIP, OpRecords, describe_error
 from .observe import holds, items_holding, not_current as qualified
+from .stages import DELIVERED, NOT_RETRIEVED
 
 
 @dataclass
@@ -96,6 +97,9 @@ def hygiene(answers: list[tuple[dict, dict]], stale: dict, current: dict | None,
     if "judge-error" in outcomes:
         return Hygiene(ERROR, f"the judge failed on {what}", checks, judged)
     if "unqualified" in outcomes:
+        for c in checks:
+            if c["stale"] == "unqualified":  # survived as current: in a store, or delivered by the door
+                c.update(ok=False, stage=NOT_RETRIEVED if "store" in c else DELIVERED)
         first = next(c for c in checks if c["stale"] == "unqualified")
         how = f" ({first.get('why') or first.get('item')})" if first.get("why") or first.get("item") else ""
         return Hygiene(FAIL, f"the stale value is presented as current in {what}{how}{note}", checks, judged)
