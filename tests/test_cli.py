@@ -98,7 +98,7 @@ def test_run_report_verify_diff_round_trip(tmp_path, capsys):
     r = json.loads((new / "result.json").read_text())
     r["stamp"]["system"]["version"] = "1.1"
     cell = next(c for c in r["cases"][0]["cells"] if c["step"] == "6")
-    cell.update(verdict="FAIL", reason="canary still reachable")
+    cell.update(verdict="FAIL", reason="canary still reachable", stage="delivered")
     (new / "result.json").write_text(json.dumps(r))
     assert main(["diff", str(old), str(new)]) == 3  # versions are compared only when asked
     assert "Nothing was comparable." in capsys.readouterr().out

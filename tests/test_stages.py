@@ -1,0 +1,71 @@
+"""Seed 003: every FAIL says where it broke, and results made before stages existed are brought forward only
+when no verdict moves."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from memmatrix.protocols.stages import (DELIVERED, NOT_DELIVERED, NOT_RETRIEVED, NOT_STORED, STORED_UNDELIVERED,
+                                        UNLOCATED, Trail)
+
+
+@pytest.mark.parametrize("trail,reached,survived", [
+    (Trail(True, True, ["vectors"]), DELIVERED, DELIVERED),
+    (Trail(False, True, ["vectors"]), NOT_DELIVERED, NOT_DELIVERED),
+    (Trail(False, False, ["vectors"]), NOT_RETRIEVED, NOT_RETRIEVED),
+    (Trail(False, None, ["vectors"]), STORED_UNDELIVERED, STORED_UNDELIVERED),
+    (Trail(False, False, []), NOT_STORED, None),
+    (Trail(False, None, None), UNLOCATED, None),
+])
+def test_a_trail_names_the_furthest_point_a_value_reached_or_survived(trail, reached, survived):
+    assert trail.reached() == reached
+    assert trail.survived() == survived
+
+
+def test_every_fail_in_every_committed_result_carries_a_stage():
+    fails = [(p, case["id"], cell) for p in (ROOT / "results").rglob("result.json")
+             for case in json.loads(p.read_text())["cases"] for cell in case["cells"] if cell["verdict"] == "FAIL"]
+    assert fails, "the committed results hold FAIL cells"
+    assert [f"{p}: {cid} {c['step']}" for p, cid, c in fails if not c.get("stage")] == []
+
+
+def _old_result(tmp_path: Path) -> Path:
+    """A committed run with FAIL cells, as it was before it was rescored."""
+    src = ROOT / "results" / "deletion" / "notes" / "1.0" / "embedded"
+    dst = tmp_path / "deletion" / "notes" / "1.0" / "embedded"
+    shutil.copytree(src, dst)
+    r = json.loads((dst / "result.json").read_text())
+    r["stamp"].pop("rescored", None)
+    r["stamp"]["protocol"]["version"] = "1.3.0"
+    for case in r["cases"]:
+        for cell in case["cells"]:
+            cell.pop("stage", None)
+    (dst / "result.json").write_text(json.dumps(r))
+    return dst / "result.json"
+
+
+def test_rescore_brings_a_result_forward_when_no_verdict_moves(config, tmp_path):
+    from memmatrix.rescore import rescore
+    from memmatrix.stamp import scoring_version
+    from memmatrix.verify import verify_result
+    path = _old_result(tmp_path)
+    assert "stage" in verify_result(path, config)[0]  # a FAIL without a stage no longer fits the schema
+    assert rescore(path, config) == "deletion 1.3.0 -> 1.4.0"
+    r = json.loads(path.read_text())
+    assert scoring_version(r["stamp"]) == "1.4.0" and r["stamp"]["rescored"]["from_version"] == "1.3.0"
+    assert verify_result(path, config) == []
+
+
+def test_rescore_refuses_when_a_verdict_would_move(config, tmp_path):
+    from memmatrix.rescore import RescoreRefused, rescore
+    path = _old_result(tmp_path)
+    r = json.loads(path.read_text())
+    cell = next(c for case in r["cases"] for c in case["cells"] if c["verdict"] == "FAIL")
+    cell["verdict"], cell["reason"] = "PASS", ""
+    path.write_text(json.dumps(r))
+    with pytest.raises(RescoreRefused, match="would change 1 cell"):
+        rescore(path, config)
+    assert json.loads(path.read_text()) == r
