@@ -17,6 +17,7 @@ sys.modules.setdefault("adapterkit", __import__("memmatrix.adapterkit", fromlist
 import contradiction as cdoubles  # noqa: E402
 import deletion as ddoubles  # noqa: E402
 import writepath as wdoubles  # noqa: E402
+import door as odoubles  # noqa: E402
 
 
 def cells(run_dir: Path) -> dict[str, dict[str, str]]:
@@ -73,7 +74,7 @@ def test_every_step_and_column_has_its_double():
 
 def measures(run_dir: Path) -> dict[str, tuple[int, int]]:
     m = json.loads((run_dir / "result.json").read_text())["measures"]
-    return {k: (v["passed"], v["of"]) for k, v in m.items()}
+    return {k: (v["passed"], v["of"]) for k, v in m.items() if "of" in v}
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +104,30 @@ def test_each_write_path_double_drops_exactly_its_own_measure(config, tmp_path, 
 def test_every_write_path_measure_has_its_double():
     from memmatrix.protocols import get_protocol
     assert {d.MEASURE for d in wdoubles.DOUBLES} == {s.key for s in get_protocol("writepath").steps}
+
+
+@pytest.fixture(scope="module")
+def door_reference(tmp_path_factory):
+    from memmatrix.config import Config
+    from conftest import ROOT
+    tmp = tmp_path_factory.mktemp("door-reference")
+    config = Config.from_env({"MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp / "cache"),
+                              "MEMMATRIX_CALL_TIMEOUT": "5", "MEMMATRIX_SETTLE_TIMEOUT": "2"})
+    return measures(run(config, "reference", tmp / "out", protocol="door"))
+
+
+def test_the_reference_earns_every_door_point(door_reference):
+    assert door_reference == {"door": (8, 8), "updates": (3, 3), "time": (3, 3), "abstention": (4, 4)}
+
+
+@pytest.mark.parametrize("double", odoubles.DOUBLES, ids=lambda d: d.__name__)
+def test_each_door_double_moves_exactly_its_own_section(config, tmp_path, door_reference, double):
+    now = measures(run(config, f"{DOUBLES / 'door.py'}:{double.__name__}", tmp_path, protocol="door"))
+    assert now[double.MEASURE] == double.EXPECT
+    assert {k: v for k, v in now.items() if k != double.MEASURE} == \
+        {k: v for k, v in door_reference.items() if k != double.MEASURE}
+
+
+def test_every_door_section_has_its_double():
+    from memmatrix.protocols import get_protocol
+    assert {d.MEASURE for d in odoubles.DOUBLES} == {s.key for s in get_protocol("door").steps}

@@ -15,6 +15,7 @@ from .config import Config
 from .errors import MemmatrixError
 from .model import GatewaySettings
 from .matrix import split_list
+from .private import check_private_out
 from .protocols import EvalProtocol, get_protocol, protocol_names
 from .request import RunRequest, check_options, check_out
 from .systems import SystemSpec
@@ -60,17 +61,25 @@ class Batch:
             default = load_cases(default_case_file(config, p.name), config, p)
             loaded[p.name] = load_cases(Path(cases), config, p) if cases else default
             newest[p.name] = loaded[p.name].sha256 == default.sha256
+            check_private_out(loaded[p.name], where, config)
         return cls(protocols=protocols, cases=loaded, newest=newest, runtime=runtime, out=where, seed=seed,
                    gateway=GatewaySettings.from_env(), judge=not no_judge, options=parse_options(option),
                    replace=replace)
 
-    def request(self, spec: SystemSpec, protocol: EvalProtocol) -> RunRequest:
+    def request(self, spec: SystemSpec, protocol: EvalProtocol, repeat: int = 1) -> RunRequest:
         req = RunRequest(spec=spec, protocol=protocol, cases=self.cases[protocol.name], runtime=self.runtime,
                          out=self.out, seed=self.seed, gateway=self.gateway, judge=self.judge, options=self.options,
-                         default_cases=self.newest[protocol.name], replace=self.replace)
+                         default_cases=self.newest[protocol.name], replace=self.replace, repeat=repeat)
         if spec.folder is not None:
             check_options(req, spec.meta.get("options"))
         return req
+
+    def repeats(self, protocol: EvalProtocol, asked: int | None) -> int:
+        """How many times a run of ``protocol`` is made: once, or for a repeated protocol (door) ``asked``, by
+        default 3 on the oracle and 5 with a real model (a system that made no model call runs once)."""
+        if not protocol.repeated:
+            return 1
+        return asked or (5 if self.gateway.mode == "proxy" else 3)
 
     def execute(self, req: RunRequest, config: Config) -> Path | str:
         """One run: the result's folder, or why it produced none (a sentence; the batch goes on)."""

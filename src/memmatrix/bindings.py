@@ -71,7 +71,8 @@ def find_case_file(stamp: dict, config: Config) -> Path | None:
     named = config.home / ds["path"]
     if named.is_file() and sha256_file(named) == ds["sha256"]:
         return named
-    for f in sorted((config.cases_dir / stamp["protocol"]["name"]).glob("*.json")):
+    private = sorted(config.private_cases.glob("*.json")) if config.private_cases else []
+    for f in sorted((config.cases_dir / stamp["protocol"]["name"]).glob("*.json")) + private:
         if sha256_file(f) == ds["sha256"]:
             return f
     return None

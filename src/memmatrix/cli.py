@@ -34,6 +34,8 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
     from .systems import ensure_lock, resolve_system
 
     # everything a user must fix is found before anything starts
+    if ns.repeats is not None and ns.repeats < 1:
+        raise MemmatrixError(f"--repeats {ns.repeats}: give a number of runs, 1 or more")
     batch = Batch.from_args(config, protocol=ns.protocol, cases=ns.cases, runtime=ns.runtime, out=ns.out,
                             seed=ns.seed, no_judge=ns.no_judge, option=ns.option, replace=ns.replace)
     specs = [resolve_system(s, config, python=ns.python) for s in _systems(config, ns.system)]
@@ -50,8 +52,15 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
         where = batch.execute(req, config)
         if isinstance(where, str):
             failures.append(where)
-        else:
-            wrote.append(where)
+            continue
+        wrote.append(where)
+        for k in range(2, batch.repeats(req.protocol, ns.repeats) + 1):
+            if not _made_model_calls(where):
+                print(f"memmatrix: {req.spec.name} made no model call, so one run of {req.protocol.name} is its "
+                      "measure", file=sys.stderr)
+                break
+            again = batch.execute(batch.request(req.spec, req.protocol, repeat=k), config)
+            (failures if isinstance(again, str) else wrote).append(again)
     if wrote:
         _closing(config, batch.out, wrote)
     if failures:
@@ -59,6 +68,12 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
               file=sys.stderr)
         return 2
     return 0
+
+
+def _made_model_calls(where: Path) -> bool:
+    import json
+    total = json.loads((where / "result.json").read_text(encoding="utf-8")).get("cost", {}).get("total", {})
+    return bool(total.get("llm_calls"))
 
 
 def _closing(config: Config, out: Path, wrote: list[Path]) -> None:
@@ -103,6 +118,12 @@ def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
                 print(f"  - {p}")
         else:
             print(f"ok   {path}" + (" (re-run reproduced it)" if ns.rerun else ""))
+    from .private import check_record, records_in
+    for path in records_in([Path(p) for p in ns.paths]):  # private-set scores: the schema holds, nothing re-derives
+        problems = check_record(path, config)
+        bad += bool(problems)
+        print(("FAIL " if problems else "ok   ") + str(path) + " (private-set scores: checked against the schema; "
+              "re-deriving them needs the runs and the set)" + "".join(f"\n  - {p}" for p in problems))
     from .history import check_history, find_histories
     for path in find_histories([Path(p) for p in ns.paths]):  # what a sweep recorded beside its results
         problems = check_history(path, config)
@@ -125,6 +146,14 @@ def cmd_rescore(ns: argparse.Namespace, config: Config) -> int:
             refused += 1
             print(f"FAIL {exc}")
     return 1 if refused else 0
+
+
+def cmd_private(ns: argparse.Namespace, config: Config) -> int:
+    from .private import record
+    from .verify import find_results
+    for f in record(find_results([Path(p) for p in ns.paths]), config, Path(ns.into) if ns.into else None):
+        print(f"memmatrix: recorded in {f}")
+    return 0
 
 
 def cmd_report(ns: argparse.Namespace, config: Config) -> int:
@@ -329,6 +358,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="memmatrix-results", metavar="DIR",
                    help="results folder (default: memmatrix-results; the committed matrix is results/)")
     r.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
+    r.add_argument("--repeats", type=int, metavar="N", help="runs of a repeated protocol (door) per system: default 3 "
+                   "on the oracle, 5 with a real model; a system that made no model call runs once")
     r.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="an adapter option (see the system's adapter); recorded in the stamp and the result's folder name")
     r.add_argument("--no-judge", action="store_true",
@@ -351,6 +382,13 @@ def parser() -> argparse.ArgumentParser:
                         "(refused where a verdict would change)")
     rs.add_argument("paths", nargs="+", help="result.json files or folders holding them")
     rs.set_defaults(func=cmd_rescore)
+
+    pv = sub.add_parser("private", help="record the scores of runs on a private case set (only its sha256 and the "
+                        "scores are committed)")
+    pv.add_argument("action", choices=["record"])
+    pv.add_argument("paths", nargs="+", help="result.json files or folders of runs made on a private set")
+    pv.add_argument("--into", metavar="FILE", help="the record to update (default: results/private/<protocol>.json)")
+    pv.set_defaults(func=cmd_private)
 
     rp = sub.add_parser("report", help="the matrix as Markdown (systems x steps, with reasons)")
     rp.add_argument("paths", nargs="+", metavar="PATH")

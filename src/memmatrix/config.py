@@ -15,6 +15,8 @@ VARIABLES = {
                       "installed from a wheel, the copies it ships)",
     "MEMMATRIX_SYSTEMS": "folders holding system folders, a path list like PATH (default: the checkout's systems/)",
     "MEMMATRIX_CACHE_DIR": "where environments and images are cached (default: $XDG_CACHE_HOME/memmatrix)",
+    "MEMMATRIX_PRIVATE_CASES": "a folder outside the checkout holding private case sets, where verify finds the one "
+                               "a private run names (default: none)",
     "MEMMATRIX_CALL_TIMEOUT": "seconds one adapter call may take before it is an ERROR (default 120)",
     "MEMMATRIX_SETTLE_TIMEOUT": "seconds to wait for quiescence, or to poll a system without a signal (default 30)",
     "MEMMATRIX_START_TIMEOUT": "seconds an adapter server may take to start answering (default 120)",
@@ -54,6 +56,7 @@ class Config:
     settle_timeout_s: float = 30.0
     start_timeout_s: float = 120.0
     systems: tuple[Path, ...] = ()  # MEMMATRIX_SYSTEMS; empty: the checkout's systems/
+    private_cases: Path | None = None  # MEMMATRIX_PRIVATE_CASES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -78,6 +81,7 @@ class Config:
             settle_timeout_s=_float(env, "MEMMATRIX_SETTLE_TIMEOUT", cls.settle_timeout_s),
             start_timeout_s=_float(env, "MEMMATRIX_START_TIMEOUT", cls.start_timeout_s),
             systems=roots,
+            private_cases=Path(env["MEMMATRIX_PRIVATE_CASES"]) if env.get("MEMMATRIX_PRIVATE_CASES") else None,
         )
 
     def with_(self, **changes) -> "Config":

@@ -21,6 +21,9 @@ from .tokens import found_in
 from .wire import AdapterClient
 
 
+LAG_POLL_S = 0.05  # between two asks of the door after a write (a measurement, not a wait for the system)
+
+
 @dataclass
 class RunSettings:
     settle_timeout_s: float
@@ -37,6 +40,7 @@ class CaseInterpreter:
         self.judge = judge
         self.restart = restart  # callable(ctx) -> bool, given by the run: the runtime restarts the system
         self.times: dict[str, str] = {}
+        self.lags: list[dict] = []  # write-to-door lag, in ms (timings, not the transcript: it is wall time)
         self.judged: dict[str, tuple[bool, dict]] = {}
 
     def run(self, case: dict) -> None:
@@ -130,6 +134,27 @@ class CaseInterpreter:
     def _op_audit(self, spec: dict, ctx: dict) -> None:
         if self._supported("audit", ctx):
             self.client.call("audit", {"scope": self._scope(spec["scope"])}, ctx)
+
+    def _op_lag(self, spec: dict, ctx: dict) -> None:
+        """Right after a write: ask the first door the target's first question until the value is there, or the
+        settle timeout passes. Every poll is in the transcript; the lag itself (wall time) goes to the timings."""
+        target = self.case["targets"][spec["target"]]
+        query, door, scope = target["queries"][0], self.caps.doors[0], self._scope(spec["scope"])
+        t0, poll, seen = time.monotonic(), 0, False
+        while True:
+            ok, result = self.client.call("door", {"query": query, "scope": scope, "door": door,
+                                                   "at": self.clock.now()}, {**ctx, "poll": poll})
+            if ok and any(found_in(result.get("text", ""), w) for w in wordings(target)):
+                seen = True
+                break
+            if not ok or self.client.unavailable or time.monotonic() - t0 >= self.settings.settle_timeout_s:
+                break
+            poll += 1
+            time.sleep(LAG_POLL_S)
+        ms = round((time.monotonic() - t0) * 1000, 1)
+        self.client.transcript.add({**ctx, "kind": "polling", "polls": poll + 1, "until": "held" if seen else "timeout",
+                                    "watch": False, "interval_s": LAG_POLL_S, "timeout_s": self.settings.settle_timeout_s})
+        self.lags.append({"case": self.case["id"], "target": spec["target"], "ms": ms, "seen": seen})
 
     def _op_trace(self, spec: dict, ctx: dict) -> None:
         """Ask the system for the lineage of every returned item (so far in the case) holding the target."""

@@ -87,7 +87,9 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
             out += ["", "⚠: the oracle answered some of that run's model calls with an empty default (it could not "
                         "tell what a careful model would answer); the cells those calls touched measure the oracle, "
                         "not the system. The result's findings list the calls; the README explains each."]
-        out += measures_table(runs, steps) + stage_table(runs)
+        ranked, public = ranking(runs)
+        out += (measures_table(runs, steps) + ranked + private_table(paths, protocol, public) + lag_table(runs)
+                + stage_table(runs))
         out += ["", "<details><summary>Steps</summary>", ""]
         out += [f"- **{s['key']} {s['name']}**: {s['title']}" for s in steps]
         out += ["", "</details>", ""]
@@ -122,6 +124,10 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
 
 
 def _measure(m: dict) -> str:
+    if "points" in m:  # a section's points (door protocol); None: not measured (SKIP, or a Core over partial coverage)
+        if m["points"] is None:
+            return f"— (coverage {m['coverage']}/{m['weight']})" if "coverage" in m else "SKIP"
+        return f"{m['points']:g}/{m['weight']}" + (f" ({m['passed']}/{m['of']})" if "of" in m else "")
     if not m.get("of"):
         return "—"
     lo, hi = m["wilson95"]
@@ -136,14 +142,81 @@ def measures_table(runs: list[tuple[Path, dict]], steps: list[dict]) -> list[str
     rows = [(p, r) for p, r in runs if r.get("measures")]
     if not rows:
         return []
-    out = ["", "Facts passed out of facts measured per column (rate, Wilson 95% interval); every row of every "
-               "rate is a check in the result's cells.", "",
-           "| system | version | runtime (+variant) | " + " | ".join(s["key"] for s in steps) + " |",
-           "|---|---|---|" + "---|" * len(steps)]
+    keys = [s["key"] for s in steps] + [k for k in rows[0][1]["measures"] if k not in {s["key"] for s in steps}]
+    points = any("points" in m for m in rows[0][1]["measures"].values())
+    out = ["", "Points per section (checks passed / measured); the Core only when every section was measured."
+           if points else "Facts passed out of facts measured per column (rate, Wilson 95% interval); every row of "
+           "every rate is a check in the result's cells.", "",
+           "| system | version | runtime (+variant) | " + " | ".join(keys) + " |", "|---|---|---|" + "---|" * len(keys)]
     for path, r in rows:
         s = r["stamp"]
         out.append(f"| {s['system']['name']} | {s['system']['version']} | {setup_label(path, r)} | "
-                   + " | ".join(_measure(r["measures"].get(st["key"], {})) for st in steps) + " |")
+                   + " | ".join(_measure(r["measures"].get(k, {})) for k in keys) + " |")
+    return out
+
+
+def _repeat_free(label: str) -> str:
+    return "+".join(p for p in label.split("+") if not p.startswith("repeat-"))
+
+
+def rank(rows: list[dict]) -> list[dict]:
+    """Order by mean, highest first; a system whose mean is within the wider of its own and the previous system's
+    range of that system shares its rank, and no system ranks above one with a higher mean."""
+    rows = sorted(rows, key=lambda r: -r["mean"])
+    for i, r in enumerate(rows):
+        prev = rows[i - 1] if i else None
+        close = prev is not None and prev["mean"] - r["mean"] <= max(prev["max"] - prev["min"], r["max"] - r["min"])
+        r["rank"] = prev["rank"] if close else i + 1
+    return rows
+
+
+def private_table(paths: list[Path], protocol: str, public: list[dict]) -> list[str]:
+    from .private import comparison, records_in
+    return comparison([f for f in records_in(paths) if f.stem == protocol], public)
+
+
+def ranking(runs: list[tuple[Path, dict]]) -> tuple[list[str], list[dict]]:
+    """For a protocol with a Core (door): each setup's repeats as mean and range, and shared ranks (the table, and
+    its rows)."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for path, r in runs:
+        core = (r.get("measures") or {}).get("core")
+        if core is not None:
+            s = r["stamp"]
+            groups[(s["system"]["name"], s["system"]["version"], _repeat_free(setup_label(path, r)))].append(core)
+    if not groups:
+        return [], []
+    scored, partial = [], []
+    for (name, version, label), cores in sorted(groups.items()):
+        points = [c["points"] for c in cores if c["points"] is not None]
+        if len(points) == len(cores):
+            scored.append({"name": name, "version": version, "label": label, "runs": len(points),
+                           "mean": round(sum(points) / len(points), 2), "min": min(points), "max": max(points)})
+        else:
+            partial.append((name, version, label, cores[0]["coverage"], cores[0]["weight"]))
+    out = ["", "Core points over every run of each setup (mean, range); systems closer than the wider of their ranges "
+               "share a rank. A system measured on fewer sections has no Core and is not ranked.", "",
+           "| rank | system | version | runtime (+variant) | Core (mean) | range | runs |", "|---|---|---|---|---|---|---|"]
+    for r in rank(scored):
+        spread = "same" if r["min"] == r["max"] and r["runs"] > 1 else ("—" if r["runs"] == 1 else f"{r['min']:g}–{r['max']:g}")
+        out.append(f"| {r['rank']} | {r['name']} | {r['version']} | {r['label']} | {r['mean']:g} | {spread} | {r['runs']} |")
+    out += [f"| — | {n} | {v} | {lab} | not ranked: coverage {c}/{w} | | |" for n, v, lab, c, w in partial]
+    return out, scored
+
+
+def lag_table(runs: list[tuple[Path, dict]]) -> list[str]:
+    """How long after a write returned its value first reached the door (polled, never slept on): wall time."""
+    rows = [(p, r, r["timings"]["lag_ms"]) for p, r in runs if r.get("timings", {}).get("lag_ms")]
+    if not rows:
+        return []
+    out = ["", "Write-to-door lag: the door polled right after each write until the value was in its text (wall "
+               "time, ms; `never`: not within the settle timeout).", "",
+           "| system | version | runtime (+variant) | writes | p50 | p95 | max | never |", "|---|---|---|---|---|---|---|---|"]
+    for path, r, lag in rows:
+        s = r["stamp"]
+        out.append(f"| {s['system']['name']} | {s['system']['version']} | {setup_label(path, r)} | {lag['writes']} | "
+                   + " | ".join("—" if lag[k] is None else f"{lag[k]:g}" for k in ("p50", "p95", "max"))
+                   + f" | {lag['never']} |")
     return out
 
 

@@ -38,6 +38,7 @@ class RunRequest:
     options: dict = field(default_factory=dict)  # --option key=value: adapter options beyond the version's
     default_cases: bool = True  # the protocol's newest case file in this checkout (else named in the folder)
     replace: bool = False  # may replace a result of a different setup in the target folder
+    repeat: int = 1  # which repeat of a repeated protocol (door) this run is
 
     @property
     def all_options(self) -> dict:
@@ -62,6 +63,8 @@ class RunRequest:
             parts.append(f"cases={self.cases.version}-{self.cases.sha256[:8]}")
         if self.protocol.uses_judge and not self.judge:
             parts.append("no-judge")
+        if self.repeat > 1:
+            parts.append(f"repeat-{self.repeat}")
         g = self.gateway
         if g.mode == "proxy":
             parts.append(f"proxy-{g.upstream_model}")

@@ -126,11 +126,14 @@ def execute(req: RunRequest, config: Config) -> Path:
             reinit = _restarter(runtime, client, req)
             bar = tqdm(req.cases.cases, desc=f"  {name} {version} {req.protocol.name}", unit="case", leave=False,
                        file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True)
+            lags: list[dict] = []
             for case in bar:
                 bar.set_postfix_str(case["id"], refresh=False)
                 if client.unavailable and req.runtime != "inprocess":
                     _recover(client, reinit, case["id"])
-                CaseInterpreter(client, checked, req.cases.data["clock"], settings, judge, reinit).run(case)
+                interp = CaseInterpreter(client, checked, req.cases.data["clock"], settings, judge, reinit)
+                interp.run(case)
+                lags += interp.lags
             runtime_facts = runtime.describe()
             adapter_ms = client.stats.summary()
             state = gw.state()
@@ -169,6 +172,7 @@ def execute(req: RunRequest, config: Config) -> Path:
         "started_at": started,
         "finished_at": now_utc(),
         "normalization": {**NORMALIZATION, "volatile_fields_declared": sorted(caps.get("volatile_fields", []))},
+        **({"repeat": req.repeat} if req.repeat > 1 else {}),
     }
     stamp["fingerprint"] = fingerprint(stamp)
     text = transcript.text()
@@ -182,7 +186,8 @@ def execute(req: RunRequest, config: Config) -> Path:
         "cases": cases,
         "summary": summarize(req.protocol, cases),
         "findings": findings,
-        "timings": {"wall_s": round(time.monotonic() - t0, 3), "adapter_ms": adapter_ms, "model": model_latency},
+        "timings": {"wall_s": round(time.monotonic() - t0, 3), "adapter_ms": adapter_ms, "model": model_latency,
+                    **({"lag_ms": lag_distribution(lags)} if lags else {})},
         "cost": cost,
     }
     measures = req.protocol.measures(cases)
@@ -195,6 +200,16 @@ def execute(req: RunRequest, config: Config) -> Path:
                                       "records": model_text.count("\n"), "encoding": "gzip"}
     return write_run(target, result, files, config.schemas_dir,
                      guard=lambda existing: check_target(req, existing, setup_of(stamp), target))
+
+
+def lag_distribution(lags: list[dict]) -> dict:
+    """Write-to-recall lag over every lag op: how long after a write returned its value first reached the door."""
+    seen = sorted(x["ms"] for x in lags if x["seen"])
+    def pct(q: float) -> float | None:
+        return seen[min(len(seen) - 1, int(q * len(seen)))] if seen else None
+    return {"writes": len(lags), "never": sum(not x["seen"] for x in lags), "p50": pct(0.5), "p95": pct(0.95),
+            "max": seen[-1] if seen else None, "samples": [{k: x[k] for k in ("case", "target", "ms", "seen")}
+                                                           for x in lags]}
 
 
 def _never_reached(req: RunRequest, state: dict, model: dict) -> None:

@@ -113,7 +113,11 @@ class ReferenceAdapter:
         return f"- [{item['status']}, no longer true since {item['valid_to']}] {item['text']}"
 
     def door(self, query: str, scope: str, door: str, at: str) -> dict:
-        items = [self._item(f, at) for f in self.mem.rank(query, scope, TOP)]
+        """What reaches the model: current facts, and what is no longer current only when the question asks
+        about the past (a retired value next to the current one would make the model guess)."""
+        past = self.mem.asks_about_past(query)
+        items = [i for i in (self._item(f, at) for f in self.mem.rank(query, scope, TOP))
+                 if past or i["status"] == "current"]
         lines = [f"Memory (as of {at}):"] + [self._line(i) for i in items]
         summary = self.mem.state["summaries"].get(scope)
         if summary and items:

@@ -5,7 +5,8 @@ It is the positive control of memmatrix: if it fails a step, the protocol is wro
 - Writes go through an extractor (a model behind the memmatrix gateway) that turns a
   conversation into facts: (subject, attribute, value, statement, intent, replaces, validity).
 - A correction never overwrites: it closes the old fact's validity (superseded or retracted)
-  and links it to its successor, so the old value stays knowable as history. Material re-fed
+  and links it to its successor, so the old value stays knowable as history; the door hands
+  history over only to a question about the past. Material re-fed
   with its original, older time is recognised as history and reopens nothing; forgetting the
   correction itself reopens what it closed.
 - Forget removes the matching facts, their vectors and every copy shared from them (copies
@@ -28,6 +29,10 @@ from pathlib import Path
 from adapterkit import content_tokens, tokens
 
 DIMS = 256
+PAST = frozenset({"before", "earlier", "previously", "formerly", "former", "once", "used", "use", "was", "were", "did",
+                  "had"})
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
 
 
 def embed(text: str) -> list[float]:
@@ -123,6 +128,9 @@ class RefMemory:
                 self._audit("reject", None, scope, at, self.digest(f["value"]), actor="system")
                 continue
             same_key = [g for g in self.facts(scope) if key(g) == key(f) and g["kind"] == "fact"]
+            if f.get("intent") == "supersede" and any(same_value(g["value"], f["value"]) and g["ended_by"] is None
+                                                      for g in same_key):
+                continue  # the new value is already the current one: restating it adds no copy
             if f.get("intent") in ("supersede", "retract"):
                 gone = f.get("replaces") if f["intent"] == "supersede" else f["value"]
                 victims = [g for g in same_key if g["ended_by"] is None and
@@ -202,14 +210,39 @@ class RefMemory:
     # ---------------------------------------------------------------- reads
     def unknown_names(self, query: str, scope: str) -> list[str]:
         """Names (capitalised words after the first) the query asks about that no fact of the scope mentions."""
-        known = set(tokens(" ".join(f["text"] for f in self.facts(scope))))
+        known = set(tokens(" ".join(f["text"] for f in self.facts(scope)))) | set(MONTHS)
         names = [w for w in re.findall(r"[^\W\d_]+", query, re.UNICODE)[1:] if w[0].isupper() and w != "I"]
         return [w for w in names if tokens(w)[0] not in known]
+
+    @staticmethod
+    def asks_about_past(query: str) -> bool:
+        """Does the question ask about the past ('before', 'used to', 'did I have')? Only then does the door hand
+        over what is no longer current."""
+        return bool(set(tokens(query)) & PAST)
+
+    @staticmethod
+    def day_asked(query: str) -> str | None:
+        """The calendar day a query names ('2026-03-05', '5 March 2026', 'March 5, 2026'), as YYYY-MM-DD."""
+        iso = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", query)
+        if iso:
+            return "-".join(iso.groups())
+        m = re.search(r"\b(\d{1,2})\s+([A-Za-z]+)\s+(\d{4})\b", query) or \
+            re.search(r"\b([A-Za-z]+)\s+(\d{1,2}),?\s+(\d{4})\b", query)
+        if not m:
+            return None
+        day, month, year = (m.group(1), m.group(2), m.group(3)) if m.group(1).isdigit() else \
+            (m.group(2), m.group(1), m.group(3))
+        if month.lower() not in MONTHS:
+            return None
+        return f"{year}-{MONTHS.index(month.lower()) + 1:02d}-{int(day):02d}"
 
     def rank(self, query: str, scope: str, k: int) -> list[dict]:
         """Word overlap with the statement, subject and attribute; a hit on a closed fact brings its successor.
         A query about a name the memory has never heard of gets nothing: it abstains instead of handing over
         neighbours."""
+        day = self.day_asked(query)
+        if day:  # a question about a day gets that day's memories
+            return sorted((f for f in self.facts(scope) if f["valid_from"][:10] == day), key=lambda f: f["id"])[:k]
         if self.unknown_names(query, scope):
             return []
         words = content_tokens(query)

@@ -6,9 +6,10 @@ from ..errors import ConfigError
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, VERDICTS, Cell, EvalProtocol, StepDef
 from .contradiction import ContradictionProtocol
 from .deletion import DeletionProtocol
+from .door import DoorProtocol
 from .writepath import WritePathProtocol
 
-_PROTOCOLS: dict[str, EvalProtocol] = {p.name: p for p in (DeletionProtocol(), ContradictionProtocol(), WritePathProtocol())}
+_PROTOCOLS: dict[str, EvalProtocol] = {p.name: p for p in (DeletionProtocol(), ContradictionProtocol(), WritePathProtocol(), DoorProtocol())}
 
 
 def get_protocol(name: str) -> EvalProtocol:

@@ -127,6 +127,7 @@ class EvalProtocol:
     version: str = ""
     steps: tuple[StepDef, ...] = ()
     uses_judge: bool = False  # does scoring consult the pinned judge where qualifiers are missing
+    repeated: bool = False    # are runs repeated (a system with a model inside may answer differently each time)
 
     def step(self, key: str) -> StepDef:
         for s in self.steps:
