@@ -175,6 +175,7 @@ class GraphitiAdapter:
                 "audit": no("Graphiti keeps no mutation log: episodes are provenance, not an audit trail"),
                 "share": no("Graphiti has no share or export between group_ids"),
                 "import_history": {"support": "supported"},
+                "trace": {"support": "supported"},
             },
             "doors": [
                 {"name": "search", "description": "search() as shipped, rendered by search_results_to_context_string"},
@@ -275,6 +276,16 @@ class GraphitiAdapter:
 
     def recall(self, query: str, scope: str, k: int, at: str) -> dict:
         return {"items": [self._edge_item(e, at) for e in self._search(query, scope, k, current_only=False)]}
+
+    def trace(self, scope: str, id) -> dict:
+        """Graphiti's own provenance: the episodes an edge was extracted from (EntityEdge.episodes), as stored."""
+        from graphiti_core.edges import EntityEdge
+        from graphiti_core.nodes import EpisodicNode
+        g = self._graph(scope)
+        edge = self._run(EntityEdge.get_by_uuid(g.driver, str(id)))
+        episodes = self._run(EpisodicNode.get_by_uuids(g.driver, list(edge.episodes or []))) if edge.episodes else []
+        return {"sources": [{"id": e.uuid, "text": e.content, "at": iso(e.valid_at)}
+                            for e in sorted(episodes, key=lambda e: (iso(e.valid_at) or "", e.content))]}
 
     def forget(self, scope: str, at: str, text: str) -> dict:
         from graphiti_core.edges import EntityEdge

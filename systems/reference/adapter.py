@@ -24,6 +24,9 @@ Extract every fact the user states in the conversation. Answer with JSON only:
 
 
 class ReferenceAdapter:
+    #: "past": what is no longer current reaches the door only for a question about the past (seed 004's ban on
+    #: a retired value beside the current one); "always": every fact found, marked (test doubles about qualifiers)
+    HISTORY_AT_DOOR = "past"
     def __init__(self, config: dict):
         model = config.get("model")
         if not model:
@@ -112,12 +115,15 @@ class ReferenceAdapter:
             return f"- {item['text']} [since {item['valid_from']}{until}]"
         return f"- [{item['status']}, no longer true since {item['valid_to']}] {item['text']}"
 
+    def door_items(self, query: str, scope: str, at: str) -> list[dict]:
+        """Every fact the ranking finds for the door, with what the memory says of its currency."""
+        return [self._item(f, at) for f in self.mem.rank(query, scope, TOP)]
+
     def door(self, query: str, scope: str, door: str, at: str) -> dict:
         """What reaches the model: current facts, and what is no longer current only when the question asks
         about the past (a retired value next to the current one would make the model guess)."""
-        past = self.mem.asks_about_past(query)
-        items = [i for i in (self._item(f, at) for f in self.mem.rank(query, scope, TOP))
-                 if past or i["status"] == "current"]
+        past = self.HISTORY_AT_DOOR == "always" or self.mem.asks_about_past(query)
+        items = [i for i in self.door_items(query, scope, at) if past or i["status"] == "current"]
         lines = [f"Memory (as of {at}):"] + [self._line(i) for i in items]
         summary = self.mem.state["summaries"].get(scope)
         if summary and items:

@@ -129,8 +129,7 @@ class HidesQualifiers(Reference):
     """Declares qualifiers but hands every item over as current: hygiene must fail mechanically."""
 
     def door(self, query, scope, door, at):
-        out = super().door(query, scope, door, at)
-        for item in out["items"]:
+        items = [self._item(f, at) for f in self.mem.rank(query, scope, 8)]  # every fact it finds, retired ones too
+        for item in items:
             item.update(status="current", valid_to=None, superseded_by=None)
-        out["text"] = "\n".join("- " + i["text"] for i in out["items"])
-        return out
+        return {"text": "\n".join("- " + i["text"] for i in items), "items": items}

@@ -18,11 +18,13 @@ from base import Double
 # ---------------------------------------------------------------- 1. qualifiers count everywhere
 class MarksCorrectionsRight(Double):
     NAME = "q-right"
+    HISTORY_AT_DOOR = "always"  # the qualifier classes judge history the door hands over, marked
 
 
 class ClosesTheWrongValue(Double):
     """A correction marks the NEW value superseded and leaves the old one current."""
     NAME = "q-wrong-value"
+    HISTORY_AT_DOOR = "always"
 
     def door(self, query, scope, door, at):
         out = super().door(query, scope, door, at)
@@ -38,6 +40,7 @@ class ClosesTheWrongValue(Double):
 class MarksEverythingFormer(Double):
     """Every item reaches the door marked 'former', the current value too."""
     NAME = "q-all-former"
+    HISTORY_AT_DOOR = "always"
 
     def door(self, query, scope, door, at):
         out = super().door(query, scope, door, at)
@@ -248,6 +251,7 @@ class AuditKeyHoldsTheValue(_QuotesTheForget):
 class _TextOnly(Double):
     """Exposes no qualifier: only text reaches the judge. ``LABEL`` prefixes what is no longer current."""
     LABEL = "Formerly:"
+    HISTORY_AT_DOOR = "always"
 
     def capabilities(self):
         caps = super().capabilities()

@@ -19,9 +19,14 @@ def moves(shapes, cells):
 
 
 class FirstWriteFormerUntilCorrected(Double):
-    """setup: until a third write reaches the scope, what the first write stored is served marked 'former'."""
+    """setup: until a third write reaches the scope, what the first write stored is served marked 'former'.
+    Where the correction leaves no new value (retraction, bounded), the columns that judge only the stale value's
+    absence (A, B, C, C') become SKIP: the reference hands history over only to a question about the past, so
+    nothing is left to judge, and an absence is evidence only when the original was served before."""
     NAME = "c-setup"
-    MOVES = moves(ALL, {"setup": "FAIL"})
+    MOVES = {**moves(ALL, {"setup": "FAIL"}),
+             **{shape: {"setup": "FAIL", "A": "SKIP", "B": "SKIP", "C": "SKIP", "C'": "SKIP"}
+                for shape in ("retraction", "bounded")}}
 
     def write(self, scope, at, messages):
         out = super().write(scope, at, messages)
@@ -41,9 +46,10 @@ class FirstWriteFormerUntilCorrected(Double):
 
 class NewValuesPendingUntilTheJob(Double):
     """A: a correction's new value is served marked 'former' (pending) until the background job confirms it.
-    Retraction and bounded cases have no new value to serve, so nothing moves there."""
+    Retraction and bounded cases have no new value to serve, so nothing moves there. Where the door then serves
+    nothing current (replacement, partial), B's absence of the stale value proves nothing: SKIP."""
     NAME = "c-answer"
-    MOVES = moves(WITH_NEW_VALUE, {"A": "FAIL"})
+    MOVES = {**moves(WITH_NEW_VALUE, {"A": "FAIL"}), **{s: {"A": "FAIL", "B": "SKIP"} for s in ("replacement", "partial")}}
 
     def write(self, scope, at, messages):
         out = super().write(scope, at, messages)
@@ -74,13 +80,13 @@ class SupersedesOnlyAtTheJob(Double):
         self.remember(jobs=True)
         return super().run_background_jobs(at)
 
-    def door(self, query, scope, door, at):
-        out = super().door(query, scope, door, at)
+    def door_items(self, query, scope, at):
+        items = super().door_items(query, scope, at)
         if not self.note.get("jobs"):
-            for item in out["items"]:
+            for item in items:
                 if item["status"] in ("superseded", "retracted"):
                     item.update(status="current", valid_to=None, superseded_by=None)
-        return out
+        return items
 
 
 class JobRestoresTheOldValueAtTheDoor(Double):
