@@ -159,3 +159,13 @@ def test_a_scope_becomes_a_group_id_redisearch_can_filter_on(monkeypatch):
         gid = adapter.group_id_of(scope)
         assert gid.isascii() and gid.isalnum() and adapter.scope_of(gid) == scope
     assert adapter.group_id_of("dana") == "dana" and adapter.group_id_of("dana-team") != adapter.group_id_of("danateam")
+
+
+def test_entity_summaries_of_the_bulk_path_read_the_messages():
+    # add_episode_bulk (0.31.2) puts the episode and its context in <MESSAGES>; before, the oracle looked only in
+    # <EPISODES> and answered empty (the door protocol's imported memory, case time-dates)
+    door = system_oracle("graphiti", GoldIndex([json.loads((ROOT / "cases/door/1.0.0.json").read_text())]))
+    reply, body = answer("graphiti-0.31.2-chat-SummarizedEntities-messages", door)
+    assert reply.matched
+    summaries = {s["name"]: s["summary"] for s in body["summaries"]}
+    assert summaries["Marzipan"] == "I adopted a tabby cat called Marzipan."

@@ -204,7 +204,9 @@ def _about(fact: dict, name: str) -> bool:
 
 
 def _summaries(text: str, gold: GoldIndex) -> tuple[dict, bool]:
-    episodes = " ".join(str(x) for x in (literal(tag(text, "EPISODES")) or []))
+    """Summaries of the entities from what the episodes say of them: <EPISODES> (add_episode), or <MESSAGES>
+    (0.31's add_episode_bulk: the episode and its context, each a JSON record with the message text)."""
+    episodes = " ".join(str(x) for x in (literal(tag(text, "EPISODES")) or [])) or tag(text, "MESSAGES") or ""
     facts = gold.facts_in(episodes)
     out = []
     for ent in literal(tag(text, "ENTITIES")) or []:
