@@ -38,6 +38,9 @@ def test_systems_closer_than_their_ranges_share_a_rank_and_none_ranks_above_a_hi
     rows = [{"name": "a", "mean": 40.5, "min": 38.1, "max": 43.0}, {"name": "b", "mean": 41.8, "min": 41.8, "max": 41.8},
             {"name": "c", "mean": 34.2, "min": 34.2, "max": 34.2}, {"name": "d", "mean": 34.0, "min": 34.0, "max": 34.0}]
     assert [(r["name"], r["rank"]) for r in rank(rows)] == [("b", 1), ("a", 1), ("c", 3), ("d", 4)]
+    # never closer than one check's points: single runs 0.01 apart are not ranked apart
+    rows = [{**r, "probe": 2.5} for r in rows]
+    assert [(r["name"], r["rank"]) for r in rank(rows)] == [("b", 1), ("a", 1), ("c", 3), ("d", 3)]
 
 
 def test_repeats_make_one_folder_per_run_and_a_system_without_a_model_runs_once(tmp_path, capsys):

@@ -161,11 +161,14 @@ def _repeat_free(label: str) -> str:
 
 def rank(rows: list[dict]) -> list[dict]:
     """Order by mean, highest first; a system whose mean is within the wider of its own and the previous system's
-    range of that system shares its rank, and no system ranks above one with a higher mean."""
+    range of that system (never less than one check's points, ``probe``) shares its rank, and no system ranks
+    above one with a higher mean."""
     rows = sorted(rows, key=lambda r: -r["mean"])
     for i, r in enumerate(rows):
         prev = rows[i - 1] if i else None
-        close = prev is not None and prev["mean"] - r["mean"] <= max(prev["max"] - prev["min"], r["max"] - r["min"])
+        band = max(prev["max"] - prev["min"], r["max"] - r["min"], prev.get("probe", 0), r.get("probe", 0)) \
+            if prev else 0
+        close = prev is not None and prev["mean"] - r["mean"] <= band + 1e-9
         r["rank"] = prev["rank"] if close else i + 1
     return rows
 
@@ -180,10 +183,12 @@ def ranking(runs: list[tuple[Path, dict]]) -> tuple[list[str], list[dict]]:
     its rows)."""
     groups: dict[tuple, list] = defaultdict(list)
     for path, r in runs:
-        core = (r.get("measures") or {}).get("core")
-        if core is not None:
+        m = r.get("measures") or {}
+        if m.get("core") is not None:
             s = r["stamp"]
-            groups[(s["system"]["name"], s["system"]["version"], _repeat_free(setup_label(path, r)))].append(core)
+            probe = min((v["weight"] / v["of"] for k, v in m.items() if k != "core" and v.get("of")), default=0)
+            groups[(s["system"]["name"], s["system"]["version"], _repeat_free(setup_label(path, r)))].append(
+                {**m["core"], "probe": round(probe, 2)})
     if not groups:
         return [], []
     scored, partial = [], []
@@ -191,11 +196,13 @@ def ranking(runs: list[tuple[Path, dict]]) -> tuple[list[str], list[dict]]:
         points = [c["points"] for c in cores if c["points"] is not None]
         if len(points) == len(cores):
             scored.append({"name": name, "version": version, "label": label, "runs": len(points),
-                           "mean": round(sum(points) / len(points), 2), "min": min(points), "max": max(points)})
+                           "mean": round(sum(points) / len(points), 2), "min": min(points), "max": max(points),
+                           "probe": min(c["probe"] for c in cores)})
         else:
             partial.append((name, version, label, cores[0]["coverage"], cores[0]["weight"]))
     out = ["", "Core points over every run of each setup (mean, range); systems closer than the wider of their ranges "
-               "share a rank. A system measured on fewer sections has no Core and is not ranked.", "",
+               "(never less than one check's points) share a rank. A system measured on fewer sections has no Core "
+               "and is not ranked.", "",
            "| rank | system | version | runtime (+variant) | Core (mean) | range | runs |", "|---|---|---|---|---|---|---|"]
     for r in rank(scored):
         spread = "same" if r["min"] == r["max"] and r["runs"] > 1 else ("—" if r["runs"] == 1 else f"{r['min']:g}–{r['max']:g}")
