@@ -9,7 +9,7 @@ ARG SYSTEM_VERSION=0.16.8
 RUN python3 -m venv /opt/venv
 COPY systems/letta/locks/${SYSTEM_VERSION}.txt /opt/lock.txt
 RUN /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --no-input --require-hashes --no-deps -r /opt/lock.txt
-COPY systems/letta/server.py systems/letta/postgres.py /opt/build/
+COPY src/memmatrix/adapterkit.py systems/letta/server.py systems/letta/postgres.py /opt/build/
 RUN cd /opt/build && /opt/venv/bin/python -c "import sys; from server import migrations; print(migrations(sys.argv[1]))" ${SYSTEM_VERSION} \
     && ln -s /opt/venv/share/memmatrix-letta-${SYSTEM_VERSION} /app
 WORKDIR /app
