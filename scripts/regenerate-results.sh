@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 mm=${MEMMATRIX:-.venv/bin/memmatrix}
 out=${1:-results}
 
-$mm run --replace --out "$out"                                         # every system, both protocols, embedded
+$mm run --replace --out "$out"                                         # every system, every protocol, embedded
 $mm run --replace --system mem0@1.0.11 --out "$out"
 for system in reference mem0@2.2.1 mem0@1.0.11 graphiti letta mempalace langmem cognee amem hindsight; do
   $mm run --replace --system "$system" --runtime compose --out "$out"
