@@ -131,3 +131,13 @@ def test_each_door_double_moves_exactly_its_own_section(config, tmp_path, door_r
 def test_every_door_section_has_its_double():
     from memmatrix.protocols import get_protocol
     assert {d.MEASURE for d in odoubles.DOUBLES} == {s.key for s in get_protocol("door").steps}
+
+
+def test_a_case_that_cannot_start_errors_only_its_own_measures_and_earns_nothing(config, tmp_path):
+    out = run(config, f"{DOUBLES / 'writepath.py'}:ResetFailsOnce", tmp_path, protocol="writepath")
+    r = json.loads((out / "result.json").read_text())
+    assert {c["step"]: c["verdict"] for c in r["cases"][0]["cells"]} == {"W": "ERROR", "P": "ERROR"}
+    m = r["measures"]
+    assert (m["W"]["passed"], m["W"]["of"], m["W"]["errors"]) == (39, 40, 1)  # a broken case is not left out
+    assert (m["P"]["passed"], m["P"]["of"], m["P"]["errors"]) == (19, 20, 1)
+    assert "errors" not in m["S"] and m["S"]["rate"] == 1.0

@@ -30,9 +30,9 @@ def score_transcript(protocol: EvalProtocol, records: list[dict]) -> list[dict]:
         ops = [r for r in body if r.get("kind") == "op"]
         if not reset or "error" in reset[0]:
             why = describe_error(reset[0]) if reset else "reset was never called"
-            cells = protocol.error_cells(f"the case could not start: {why}")
+            cells = protocol.error_cells(f"the case could not start: {why}", header)
         elif len(ops) != header["ops"]:
-            cells = protocol.error_cells(f"the transcript stops after op {len(ops)} of {header['ops']}")
+            cells = protocol.error_cells(f"the transcript stops after op {len(ops)} of {header['ops']}", header)
         else:
             cells = protocol.score_case(header, body, caps)
         out.append({"id": header["case"], "shape": header["shape"], "cells": [c.as_dict() for c in cells]})

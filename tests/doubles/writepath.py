@@ -118,4 +118,14 @@ class Fabricates(RunDouble):
         return out
 
 
+class ResetFailsOnce(RunDouble):
+    """Not a measure's defect: the first case of the run cannot start (its reset raises)."""
+    NAME = "wp-reset"
+
+    def reset(self):
+        if self.once("reset"):
+            raise RuntimeError("the store could not be emptied")
+        return super().reset()
+
+
 DOUBLES = [DropsAWrite, NeverSupersedes, SilentCollapse, LeavesResidue, NoLineage, Fabricates]

@@ -145,8 +145,8 @@ class EvalProtocol:
         """The protocol's own per-step measures over the scored cases (rates, points), or None."""
         return None
 
-    def error_cells(self, reason: str) -> list[Cell]:
-        """Every step ERROR: the case could not run at all (the adapter failed to start or reset)."""
+    def error_cells(self, reason: str, header: dict | None = None) -> list[Cell]:
+        """Every step of the case ERROR: it could not run at all (the adapter failed to start or reset)."""
         return [Cell(s.key, ERROR, reason) for s in self.steps]
 
     def describe(self) -> dict[str, Any]:

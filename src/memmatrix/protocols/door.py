@@ -72,8 +72,10 @@ class DoorProtocol(EvalProtocol):
     def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:
         return [_Scorer(header, records, capabilities).cell()]
 
-    def error_cells(self, reason: str) -> list[Cell]:
-        return [Cell(s.key, ERROR, reason) for s in self.steps]
+    def error_cells(self, reason: str, header: dict | None = None) -> list[Cell]:
+        """The case's section (its shape) ERROR."""
+        shape = (header or {}).get("shape")
+        return [Cell(s.key, ERROR, reason) for s in self.steps if shape in (None, s.key)]
 
     def measures(self, cases: list[dict]) -> dict:
         """Points per section (weight x checks passed / checks measured), and the Core when all four were measured."""

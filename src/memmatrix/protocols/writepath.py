@@ -79,19 +79,23 @@ class WritePathProtocol(EvalProtocol):
     def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:
         return _Scorer(header, records, capabilities).cells()
 
-    def error_cells(self, reason: str) -> list[Cell]:
-        return [Cell(s.key, ERROR, reason) for s in self.steps]
+    def error_cells(self, reason: str, header: dict | None = None) -> list[Cell]:
+        """The cells the case would have had (its shape's measures), each ERROR."""
+        keys = SHAPE_STEPS.get((header or {}).get("shape"), tuple(s.key for s in self.steps))
+        return [Cell(k, ERROR, reason) for k in keys]
 
     def measures(self, cases: list[dict]) -> dict:
-        """Per step: facts passed out of facts measured (rows whose ``ok`` is true or false), with the Wilson
-        95% interval; C also counts its three outcomes."""
+        """Per step: facts passed out of facts measured (rows whose ``ok`` is true or false, and each ERROR cell,
+        which earns nothing), with the Wilson 95% interval; C also counts its three outcomes."""
         out = {}
         for step in self.steps:
-            rows = [c for case in cases for cell in case["cells"] if cell["step"] == step.key
-                    for c in cell["checks"] if "fact" in c and c.get("ok") is not None]
-            passed = sum(bool(r["ok"]) for r in rows)
-            m = {"passed": passed, "of": len(rows), "rate": round(passed / len(rows), 4) if rows else None,
-                 "wilson95": wilson(passed, len(rows))}
+            cells = [cell for case in cases for cell in case["cells"] if cell["step"] == step.key]
+            rows = [c for cell in cells for c in cell["checks"] if "fact" in c and c.get("ok") is not None]
+            errors = sum(cell["verdict"] == ERROR for cell in cells)  # measured, and earns nothing
+            passed, n = sum(bool(r["ok"]) for r in rows), len(rows) + errors
+            m = {"passed": passed, "of": n, "rate": round(passed / n, 4) if n else None, "wilson95": wilson(passed, n)}
+            if errors:
+                m["errors"] = errors
             if step.key == "C":
                 m["outcomes"] = {o: sum(r.get("outcome") == o for r in rows) for o in ("flagged", "kept", "collapsed")}
             out[step.key] = m
