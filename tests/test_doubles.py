@@ -25,13 +25,18 @@ def cells(run_dir: Path) -> dict[str, dict[str, str]]:
     return {c["id"]: {"shape": c["shape"], **{x["step"]: x["verdict"] for x in c["cells"]}} for c in r["cases"]}
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory, request):
+def fast_config(tmp: Path):
+    """The checkout's config with short timeouts and its own cache, for a module-scoped reference run."""
     from memmatrix.config import Config
     from conftest import ROOT
+    return Config.from_env({"MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp / "cache"),
+                            "MEMMATRIX_CALL_TIMEOUT": "5", "MEMMATRIX_SETTLE_TIMEOUT": "2"})
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, request):
     tmp = tmp_path_factory.mktemp("reference")
-    config = Config.from_env({"MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp / "cache"),
-                              "MEMMATRIX_CALL_TIMEOUT": "5", "MEMMATRIX_SETTLE_TIMEOUT": "2"})
+    config = fast_config(tmp)
     return {p: cells(run(config, "reference", tmp / p, protocol=p)) for p in ("deletion", "contradiction")}
 
 
@@ -79,12 +84,8 @@ def measures(run_dir: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def writepath_reference(tmp_path_factory):
-    from memmatrix.config import Config
-    from conftest import ROOT
     tmp = tmp_path_factory.mktemp("wp-reference")
-    config = Config.from_env({"MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp / "cache"),
-                              "MEMMATRIX_CALL_TIMEOUT": "5", "MEMMATRIX_SETTLE_TIMEOUT": "2"})
-    return measures(run(config, "reference", tmp / "out", protocol="writepath"))
+    return measures(run(fast_config(tmp), "reference", tmp / "out", protocol="writepath"))
 
 
 def test_the_reference_scores_every_write_path_measure_in_full(writepath_reference):
@@ -108,12 +109,8 @@ def test_every_write_path_measure_has_its_double():
 
 @pytest.fixture(scope="module")
 def door_reference(tmp_path_factory):
-    from memmatrix.config import Config
-    from conftest import ROOT
     tmp = tmp_path_factory.mktemp("door-reference")
-    config = Config.from_env({"MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp / "cache"),
-                              "MEMMATRIX_CALL_TIMEOUT": "5", "MEMMATRIX_SETTLE_TIMEOUT": "2"})
-    return measures(run(config, "reference", tmp / "out", protocol="door"))
+    return measures(run(fast_config(tmp), "reference", tmp / "out", protocol="door"))
 
 
 def test_the_reference_earns_every_door_point(door_reference):

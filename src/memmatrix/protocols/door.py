@@ -81,15 +81,12 @@ class DoorProtocol(EvalProtocol):
         """Points per section (weight x checks passed / checks measured), and the Core when all four were measured."""
         out = {}
         for key, weight in WEIGHTS.items():
-            rows = [c for case in cases for cell in case["cells"] if cell["step"] == key and cell["verdict"] != ERROR
-                    for c in cell["checks"] if c.get("ok") is not None]
-            errored = any(cell["verdict"] == ERROR for case in cases for cell in case["cells"] if cell["step"] == key)
-            passed = sum(bool(r["ok"]) for r in rows)
-            measured = bool(rows) or errored  # an ERROR is measured and earns nothing
-            n = len(rows) + sum(1 for case in cases for cell in case["cells"] if cell["step"] == key
-                                and cell["verdict"] == ERROR)
+            cells = [cell for case in cases for cell in case["cells"] if cell["step"] == key]
+            rows = [c for cell in cells if cell["verdict"] != ERROR for c in cell["checks"] if c.get("ok") is not None]
+            errors = sum(cell["verdict"] == ERROR for cell in cells)  # an ERROR is measured and earns nothing
+            passed, n = sum(bool(r["ok"]) for r in rows), len(rows) + errors
             out[key] = {"weight": weight, "passed": passed, "of": n,
-                        "points": round(weight * passed / n, 2) if measured and n else None}
+                        "points": round(weight * passed / n, 2) if n else None}
         covered = [k for k in WEIGHTS if out[k]["points"] is not None]
         out["core"] = {"weight": sum(WEIGHTS.values()), "coverage": sum(WEIGHTS[k] for k in covered),
                        "points": round(sum(out[k]["points"] for k in covered), 2) if len(covered) == len(WEIGHTS)

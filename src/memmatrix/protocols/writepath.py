@@ -24,7 +24,6 @@ import math
 
 from ..tokens import contains
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops
-from .deletion import _combine
 from .observe import holds, items_holding, not_current, probe_hits, sight
 from .stages import DELIVERED, NOT_RETRIEVED, trail
 
