@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import functools
 import importlib.util
 import inspect
 import json
@@ -42,6 +43,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 WIRE_VERSION = 1
+#: response header: milliseconds the adapter's method took inside the server (the system's time, not the wire's)
+CALL_MS_HEADER = "X-Memmatrix-Call-Ms"
 
 #: Contract: operation name -> parameter names (order is documentation only; calls use keywords).
 OPERATIONS: dict[str, tuple[str, ...]] = {
@@ -96,7 +99,21 @@ def fold(text: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Runs of letters and digits after ``fold``: the unit of every match memmatrix makes."""
-    return _TOKEN.findall(fold(text))
+    return list(token_tuple(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def token_tuple(text: str) -> tuple[str, ...]:
+    """``tokens`` as a tuple, remembered: a run matches the same answers against many needles."""
+    return tuple(_TOKEN.findall(fold(text)))
+
+
+def holds_run(have: tuple[str, ...], want: tuple[str, ...]) -> bool:
+    """Does ``want`` occur contiguously in ``have``? (A token ``want`` lacks rules it out at once.)"""
+    n = len(want)
+    if n == 0 or n > len(have) or want[0] not in have:
+        return False
+    return any(have[i:i + n] == want for i in range(len(have) - n + 1))
 
 
 def contains(haystack: str, needle: str) -> bool:
@@ -105,12 +122,10 @@ def contains(haystack: str, needle: str) -> bool:
     ``8766`` does not match ``18766``; ``Vantablack-7`` matches "vantablack-7's". Adapters
     use it to decide a probe's state the same way the harness checks the evidence.
     """
-    want = tokens(needle)
+    want = token_tuple(needle)
     if not want:
         raise ValueError(f"needle {needle!r} has no letters or digits to match")
-    have = tokens(haystack)
-    n = len(want)
-    return any(have[i:i + n] == want for i in range(len(have) - n + 1))
+    return holds_run(token_tuple(haystack), want)
 
 
 #: Function words ignored when comparing a forget request with stored memories.
@@ -390,6 +405,7 @@ def _handler(dispatcher: Dispatcher, stop: threading.Event):
             except (ValueError, KeyError, TypeError) as exc:
                 self._send(400, {"error": {"type": "BadRequest", "message": str(exc)}})
                 return
+            t0 = time.perf_counter()
             try:
                 result = dispatcher.call(op, args)
             except Exception as exc:
@@ -403,11 +419,9 @@ def _handler(dispatcher: Dispatcher, stop: threading.Event):
                                            "message": f"{op} returned something that is not JSON: {exc}"}})
                 return
             data = payload.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            took = f"{(time.perf_counter() - t0) * 1000:.3f}"  # the system's own time
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s: %s"
+                             b"\r\n\r\n%s" % (len(data), CALL_MS_HEADER.encode(), took.encode(), data))  # one write
 
     return Handler
 

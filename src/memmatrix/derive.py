@@ -68,7 +68,25 @@ def run_findings(records: list[dict], caps: dict, limits: dict) -> list[str]:
         if decl["support"] == "emulated":
             found.append(f"{op} is emulated: {decl.get('reason')}")
     found += [r["message"] for r in records if r.get("kind") in ("unavailable", "recovered")]
+    found += error_origins(records)
     return found
+
+
+def error_origins(records: list[dict]) -> list[str]:
+    """Where the failed calls came from (system, adapter, harness: wire.ORIGIN) and the upstream issues they are
+    known to be. A transcript made before error records carried an origin has no such finding."""
+    errors = [r["error"] for r in records if isinstance(r.get("error"), dict) and "origin" in r["error"]
+              and r["error"].get("kind") != "unavailable"]  # calls not made after one failed: said once above
+    if not errors:
+        return []
+    by: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for e in errors:
+        by[e["origin"]][e.get("kind", "?")] += 1
+    parts = [f"{sum(k.values())} of origin {o} ({', '.join(f'{n} {kind}' for kind, n in sorted(k.items()))})"
+             for o, k in sorted(by.items())]
+    known = sorted({u for e in errors for u in e.get("known", [])})
+    return [f"{len(errors)} call(s) failed: {'; '.join(parts)}"
+            + (f"; known upstream: {', '.join(known)}" if known else "")]
 
 
 def model_findings(records: list[dict], cost: dict) -> list[str]:

@@ -76,6 +76,7 @@ class Judge:
         self.model = model  # the model that actually judges (stamp)
         self.timeout_s = timeout_s
         self.session = requests.Session()
+        self.session.trust_env = False  # loopback: no proxy look-up in the environment on every call
 
     def identity(self) -> dict:
         return {"prompt": JUDGE_MARKER, "model": self.model, "temperature": 0}

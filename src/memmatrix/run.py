@@ -17,6 +17,7 @@ from .config import Config
 from .errors import AdapterError, RuntimeFailure
 from .judge import Judge
 from .model.handle import ADAPTER_KEY, LocalGateway
+from .overhead import Ledger
 from .interpreter import CaseInterpreter, RunSettings
 from .request import RunRequest, adapter_config, check_options, check_target, portable, run_header, setup_of
 from .runtimes import start_runtime
@@ -55,7 +56,8 @@ def _restarter(runtime, client: AdapterClient, req: RunRequest):
             runtime.restart()
         except Exception as exc:  # recorded as an ERROR of the restart step, never raised out of the run
             client.transcript.add({**ctx, "kind": "call", "call": "restart", "args": {},
-                                   "error": {"kind": "runtime", "message": f"{type(exc).__name__}: {exc}"[:500]}})
+                                   "error": {"kind": "runtime", "origin": "harness",
+                                             "message": f"{type(exc).__name__}: {exc}"[:500]}})
             return False
         client.stats.add("restart", (time.perf_counter() - t0) * 1000)  # the system's stop and start, not ours
         client.endpoint = runtime.endpoint
@@ -95,20 +97,24 @@ def execute(req: RunRequest, config: Config) -> Path:
     """Run every case, score from the transcript, write the artifacts. Returns the run directory."""
     transcript = Transcript()
     started, t0 = now_utc(), time.monotonic()
+    ledger = Ledger()
     local = None if req.runtime == "compose" else LocalGateway(req.gateway, [req.cases.data], req.spec.oracle)
     settings = RunSettings(settle_timeout_s=config.settle_timeout_s)
+    budgets = budgets_for(req.spec.meta.get("budgets") or {}, req.gateway.mode, config.call_timeout_s)
     limits = {"call_timeout_s": config.call_timeout_s, "settle_timeout_s": config.settle_timeout_s,
-              "poll_interval_s": settings.poll_interval_s}
+              "poll_interval_s": settings.poll_interval_s,
+              **({"budgets_s": {op: b["seconds"] for op, b in budgets.items()}} if budgets else {})}
     try:
         runtime_config = dict(req.runtime_config)
         if local is not None:
             runtime_config["model"] = {"base_url": local.adapter_url, "api_key": ADAPTER_KEY, **local.models()}
         with start_runtime(req.runtime, req.spec, config, runtime_config,
-                           gateway=(req.gateway, [req.cases.data], req.spec.oracle)) as runtime:
+                           gateway=(req.gateway, [req.cases.data], req.spec.oracle), ledger=ledger) as runtime:
             gw = local or runtime.gateway
             model = gw.state()["identity"]
             judge = Judge(gw.url, model["id"]) if req.uses_judge else None
-            client = AdapterClient(runtime.endpoint, transcript, config.schemas_dir, config.call_timeout_s)
+            client = AdapterClient(runtime.endpoint, transcript, config.schemas_dir, config.call_timeout_s, budgets)
+            client.ledger = ledger
             client.on_call = lambda ctx, op: gw.set_context({"case": ctx.get("case"), "index": ctx.get("index"),
                                                              "call": op})
             caps, checked = _start(client, req)
@@ -187,6 +193,7 @@ def execute(req: RunRequest, config: Config) -> Path:
         "summary": summarize(req.protocol, cases),
         "findings": findings,
         "timings": {"wall_s": round(time.monotonic() - t0, 3), "adapter_ms": adapter_ms, "model": model_latency,
+                    "harness": ledger.summary(),
                     **({"lag_ms": lag_distribution(lags)} if lags else {})},
         "cost": cost,
     }
@@ -200,6 +207,17 @@ def execute(req: RunRequest, config: Config) -> Path:
                                       "records": model_text.count("\n"), "encoding": "gzip"}
     return write_run(target, result, files, config.schemas_dir,
                      guard=lambda existing: check_target(req, existing, setup_of(stamp), target))
+
+
+def budgets_for(declared: dict, mode: str, call_timeout_s: float) -> dict:
+    """system.yaml's time budgets as this run applies them: never longer than the call timeout; with a real
+    model (proxy mode) a budget declared for the oracle gives way to a longer call timeout."""
+    out = {}
+    for op, b in declared.items():
+        seconds = min(b["seconds"], call_timeout_s) if mode != "proxy" else call_timeout_s
+        if seconds < call_timeout_s:
+            out[op] = {**b, "seconds": seconds}
+    return out
 
 
 def lag_distribution(lags: list[dict]) -> dict:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .canon import canonical, read_text, sha256_bytes
+from .adapterkit import holds_run, token_tuple
 from .tokens import tokens
 
 ID_KEYS = frozenset({"id", "ids", "memory_id", "memory_ids", "source_ids", "superseded_by", "copy_of"})
@@ -79,9 +80,8 @@ class Normalizer:
         """Which needles ``text`` holds (their indices)."""
         if not self.needles:
             return frozenset()
-        have = tokens(text)
-        return frozenset(k for k, want in enumerate(self.needles)
-                         if any(tuple(have[i:i + len(want)]) == want for i in range(len(have) - len(want) + 1)))
+        have = token_tuple(text)
+        return frozenset(k for k, want in enumerate(self.needles) if holds_run(have, want))
 
     def protected(self, text: str) -> bool:
         """Does ``text`` hold a needle? Then it is never replaced whole."""

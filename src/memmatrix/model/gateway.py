@@ -64,7 +64,10 @@ class Gateway:
     def start(self) -> "Gateway":
         self._server = _Server((self.host, self.port), _handler(self))
         self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, daemon=True, name="memmatrix-gateway").start()
+        # shutdown() waits for the loop to see its flag: polled every 20 ms, not the default 500 ms that every run
+        # used to wait out at its end
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True,
+                         name="memmatrix-gateway").start()
         return self
 
     def stop(self) -> None:

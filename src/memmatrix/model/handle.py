@@ -43,6 +43,7 @@ class RemoteGateway:
         self.url, self.adapter_url, self.settings = url.rstrip("/"), adapter_url, settings
         self.root = self.url.rsplit("/v1", 1)[0]
         self.session = requests.Session()
+        self.session.trust_env = False  # loopback: no proxy look-up in the environment on every call
         # the system's dialects travel as the module's text: the gateway image holds the core only
         sent = dialects.wire() if dialects is not None and settings.mode == "oracle" else None
         r = self.session.post(f"{self.root}/_memmatrix/gold", json={"case_files": case_files, "dialects": sent},

@@ -51,4 +51,5 @@ class ModelRecorder:
             v = sorted(self.latency_ms)
         if not v:
             return {"calls": 0}
-        return {"calls": len(v), "p50_ms": round(v[len(v) // 2], 3), "p95_ms": round(v[min(len(v) - 1, int(len(v) * .95))], 3)}
+        from ..overhead import percentiles
+        return {"calls": len(v), **percentiles(v)}

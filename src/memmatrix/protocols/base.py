@@ -117,7 +117,8 @@ def group_ops(records: list[dict]) -> list[OpRecords]:
 
 def describe_error(call: dict) -> str:
     err = call.get("error", {})
-    return f"{call.get('call')} failed ({err.get('kind')}): {err.get('message')}"
+    origin = f", origin {err['origin']}" if "origin" in err else ""  # older transcripts record no origin
+    return f"{call.get('call')} failed ({err.get('kind')}{origin}): {err.get('message')}"
 
 
 class EvalProtocol:

@@ -20,7 +20,7 @@ RUNTIMES = ("inprocess", "embedded", "compose")
 
 @contextmanager
 def start_runtime(kind: str, spec: SystemSpec, config: Config, runtime_config: dict | None = None,
-                  gateway: tuple | None = None) -> Iterator[Runtime]:
+                  gateway: tuple | None = None, ledger=None) -> Iterator[Runtime]:
     """Start ``spec`` under runtime ``kind``; always stops it, on success, failure and Ctrl-C."""
     if kind == "inprocess":
         from .inprocess import InProcessRuntime as cls
@@ -34,6 +34,7 @@ def start_runtime(kind: str, spec: SystemSpec, config: Config, runtime_config: d
         raise ConfigError(f"system {spec.name!r} does not offer the {kind!r} runtime; it offers {spec.runtimes}")
     runtime = cls(spec, config, runtime_config or {})
     runtime.gateway_spec = gateway  # (settings, case files, dialects): a runtime that hosts its own gateway uses it
+    runtime.ledger = ledger  # overhead.Ledger, or None
     try:
         runtime.start()
         yield runtime

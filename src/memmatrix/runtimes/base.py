@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..config import Config
@@ -22,6 +24,17 @@ class Runtime:
         self.gateway = None        # set by runtimes that host the model gateway themselves (compose)
         self.gateway_spec = None   # (GatewaySettings, case files, system dialects) handed over by start_runtime
         self._scratch: Path | None = None
+        self.ledger = None         # overhead.Ledger: the system's own start and stop times go there
+
+    @contextmanager
+    def system_time(self):
+        """Time the system spends starting or stopping (its imports, its servers), not the harness."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.ledger is not None:
+                self.ledger.system_span(t0, time.perf_counter())
 
     def scratch(self) -> Path:
         """A private folder for this run's stores, removed when the runtime stops. Its name carries this

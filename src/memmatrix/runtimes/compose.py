@@ -235,7 +235,9 @@ class ComposeRuntime(Runtime):
         try:
             # a restart brings back only the services it stopped (system.yaml compose.restart, else the adapter),
             # as built: never a rebuilt image, never a recreated gateway
-            self.compose.run("up", "--no-build", "--no-deps", "--wait", *services) if services else self.compose.start()
+            with self.system_time():  # the system's containers coming up and passing their healthchecks
+                self.compose.run("up", "--no-build", "--no-deps", "--wait", *services) if services \
+                    else self.compose.start()
         except subprocess.CalledProcessError as exc:
             raise RuntimeFailure(self._diagnose(exc)) from None
         self.endpoint = HttpEndpoint(f"http://127.0.0.1:{self.compose.get_service_port(ADAPTER, 8080)}")
@@ -280,7 +282,8 @@ class ComposeRuntime(Runtime):
         more = self.spec.meta.get("compose", {}).get("restart", [])
         services = [*dict.fromkeys([*more, ADAPTER])]  # the system's servers first, the adapter always
         try:
-            self.compose.run("stop", *services)
+            with self.system_time():
+                self.compose.run("stop", *services)
         except subprocess.CalledProcessError as exc:
             raise RuntimeFailure(self._diagnose(exc)) from None
         if self.endpoint is not None:
@@ -292,7 +295,8 @@ class ComposeRuntime(Runtime):
         torn_down = compose is None
         if compose is not None:
             try:
-                compose.run("down", "--volumes", "--remove-orphans", "--timeout", "10")
+                with self.system_time():
+                    compose.run("down", "--volumes", "--remove-orphans", "--timeout", "10")
                 torn_down = True
             except subprocess.CalledProcessError:
                 pass  # the reaper, let go without "done", tries again

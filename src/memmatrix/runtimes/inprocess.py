@@ -24,8 +24,9 @@ class InProcessRuntime(Runtime):
         self.endpoint = InProcessEndpoint(cls, {**self.runtime_config, "data_dir": str(self.scratch())})
 
     def restart(self) -> None:
-        self.endpoint.close()  # the instance goes; its data directory stays
-        self.endpoint = InProcessEndpoint(self.cls, {**self.runtime_config, "data_dir": str(self.scratch())})
+        with self.system_time():
+            self.endpoint.close()  # the instance goes; its data directory stays
+            self.endpoint = InProcessEndpoint(self.cls, {**self.runtime_config, "data_dir": str(self.scratch())})
 
     def describe(self) -> dict:
         return {"name": self.name, "python": sys.version.split()[0]}

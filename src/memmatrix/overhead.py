@@ -1,0 +1,62 @@
+"""What the harness itself costs in a run: the wall time the system did not spend.
+
+A run's wall time is the system's time (inside each adapter call, as the adapter server measured it,
+and the system's own process start, restart and stop) plus the harness's: starting (the gateway, the
+environment check, the first process launch), between calls (interpreting, validating each answer,
+recording, the wire's JSON and HTTP) and stopping (scoring, the artifacts). The figures go in
+``timings.harness`` of every result; ``benchmarks/overhead.py`` reads them. Not deterministic, so never
+part of the transcript.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Ledger:
+    """Intervals on the perf_counter clock: adapter calls (with the system's share of each) and the system's
+    own starts and stops."""
+
+    t0: float = field(default_factory=time.perf_counter)
+    calls: list[tuple[float, float, float]] = field(default_factory=list)   # (start, end, system ms inside)
+    system: list[tuple[float, float]] = field(default_factory=list)         # process start, restart, stop
+
+    def call(self, start: float, end: float, system_ms: float | None) -> None:
+        """One adapter call; ``system_ms`` None means the endpoint could not say, and the whole call counts."""
+        inside = (end - start) * 1000 if system_ms is None else min(system_ms, (end - start) * 1000)
+        self.calls.append((start, end, inside))
+
+    def system_span(self, start: float, end: float) -> None:
+        self.system.append((start, end))
+
+    def summary(self, end: float | None = None) -> dict:
+        end = time.perf_counter() if end is None else end
+        wall = (end - self.t0) * 1000
+        first = self.calls[0][0] if self.calls else end
+        last = self.calls[-1][1] if self.calls else end
+
+        def system_between(a: float, b: float) -> float:
+            return sum(max(0.0, min(e, b) - max(s, a)) * 1000 for s, e in self.system)
+
+        in_calls = sum(c[2] for c in self.calls)
+        wire = sum((c[1] - c[0]) * 1000 - c[2] for c in self.calls)  # the JSON and HTTP of each call, both sides
+        start_ms = (first - self.t0) * 1000 - system_between(self.t0, first)
+        loop_ms = (last - first) * 1000 - in_calls - system_between(first, last)
+        stop_ms = (end - last) * 1000 - system_between(last, end)
+        overhead = start_ms + loop_ms + stop_ms
+        n = len(self.calls)
+        return {"wall_ms": round(wall, 3), "system_ms": round(wall - overhead, 3),
+                "overhead_ms": round(overhead, 3), "share": round(overhead / wall, 5) if wall else 0.0,
+                "start_ms": round(start_ms, 3), "stop_ms": round(stop_ms, 3), "wire_ms": round(wire, 3),
+                "exchanges": n,
+                "per_exchange_ms": round(loop_ms / n, 4) if n else None}
+
+
+def percentiles(values: list[float]) -> dict:
+    """p50, p95 and p99 (nearest rank) of a list of milliseconds."""
+    v = sorted(values)
+    def at(q: float) -> float:
+        return round(v[min(len(v) - 1, int(len(v) * q))], 3)
+    return {"p50_ms": at(0.5), "p95_ms": at(0.95), "p99_ms": at(0.99)} if v else {}
