@@ -70,6 +70,22 @@ def test_deletion_findings(mem0_config, tmp_path, version, after, end):
     assert 0 < harness["share"] <= 0.06, harness
 
 
+@heavy
+def test_four_instances_write_the_transcripts_of_one(mem0_config, tmp_path):
+    """mem0 declares parallel: true; --jobs 4 (one instance per case) must not change a byte of either transcript."""
+    from memmatrix.cases import default_case_file, load_cases
+    from memmatrix.protocols import get_protocol
+    from memmatrix.run import RunRequest, execute
+    from memmatrix.systems import resolve_system
+    p = get_protocol("writepath")
+    cases = load_cases(default_case_file(mem0_config, "writepath"), mem0_config, p)
+    outs = [execute(RunRequest(spec=resolve_system("mem0@2.2.1", mem0_config), protocol=p, cases=cases,
+                               runtime="embedded", out=tmp_path / str(jobs), jobs=jobs), mem0_config) for jobs in (1, 4)]
+    assert text_of(outs[1]) == text_of(outs[0])
+    assert text_of(outs[1], "model-transcript") == text_of(outs[0], "model-transcript")
+    assert result(outs[1])["stamp"]["runtime"]["instances"] == 4
+
+
 def transcript(run_dir):
     return [json.loads(line) for line in text_of(run_dir).splitlines()]
 

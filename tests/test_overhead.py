@@ -27,7 +27,16 @@ def test_the_ledger_charges_the_system_only_for_its_own_time():
     assert s["start_ms"] == 20.0                    # 120 ms before the first call, 100 of them the system's
     assert s["per_exchange_ms"] == 10.0             # 80 ms between first start and last end, 60 inside calls
     assert s["stop_ms"] == 50.0                     # 100 ms after the last call, 50 of them the system's
-    assert s["overhead_ms"] == 90.0 and s["system_ms"] == 210.0 and s["share"] == round(90 / 300, 5)
+    assert s["overhead_ms"] == 90.0 and s["system_ms"] == 210.0 and s["install_ms"] == 0 and s["share"] == round(90 / 300, 5)
+
+
+def test_building_the_environment_is_neither_the_systems_time_nor_the_harnesss():
+    led = Ledger(t0=0.0)
+    led.install_span(0.0, 10.0)            # a first run builds the environment: 10 s
+    led.system_span(10.0, 10.5)
+    led.call(10.5, 11.0, 500.0)
+    s = led.summary(end=11.0)
+    assert s["install_ms"] == 10000.0 and s["overhead_ms"] == 0.0 and s["system_ms"] == 1000.0 and s["share"] == 0.0
 
 
 def test_percentiles_are_nearest_rank():

@@ -43,13 +43,19 @@ class Batch:
     judge: bool = True
     options: dict = field(default_factory=dict)
     replace: bool = False
+    jobs: int = 1
 
     @classmethod
     def from_args(cls, config: Config, *, protocol: list[str] | None, cases: str | None, runtime: str, out: str,
                   seed: int = 0, no_judge: bool = False, option: list[str] | None = None,
-                  replace: bool = False) -> "Batch":
+                  replace: bool = False, jobs: int = 1) -> "Batch":
         where = Path(out)
         check_out(where)
+        if jobs < 1:
+            raise MemmatrixError(f"--jobs {jobs}: give a number of instances, 1 or more")
+        if jobs > 1 and runtime == "compose":
+            raise MemmatrixError("--jobs runs several instances with a gateway each in this process; the compose "
+                                 "runtime has one gateway service per project: use --runtime embedded, or --jobs 1")
         if protocol is None and cases:  # a case file names its protocol
             protocol = [read_case_json(Path(cases)).get("protocol", "")]
         names = split_list(protocol or protocol_names())  # commas, spaces or newlines
@@ -64,12 +70,13 @@ class Batch:
             check_private_out(loaded[p.name], where, config)
         return cls(protocols=protocols, cases=loaded, newest=newest, runtime=runtime, out=where, seed=seed,
                    gateway=GatewaySettings.from_env(), judge=not no_judge, options=parse_options(option),
-                   replace=replace)
+                   replace=replace, jobs=jobs)
 
     def request(self, spec: SystemSpec, protocol: EvalProtocol, repeat: int = 1) -> RunRequest:
         req = RunRequest(spec=spec, protocol=protocol, cases=self.cases[protocol.name], runtime=self.runtime,
                          out=self.out, seed=self.seed, gateway=self.gateway, judge=self.judge, options=self.options,
-                         default_cases=self.newest[protocol.name], replace=self.replace, repeat=repeat)
+                         default_cases=self.newest[protocol.name], replace=self.replace, repeat=repeat,
+                         jobs=self.jobs)
         if spec.folder is not None:
             check_options(req, spec.meta.get("options"))
         return req

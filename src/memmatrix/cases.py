@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import schemas
 from .canon import sha256_bytes
+from .caserules import file_problems
 from .config import Config
 from .errors import CaseFileError
 from .protocols import EvalProtocol
@@ -40,9 +41,9 @@ def _version_key(path: Path) -> tuple[int, ...]:
 
 
 def default_case_file(config: Config, protocol: str) -> Path:
-    """The newest ``cases/<protocol>/<version>.json``."""
+    """The newest ``cases/<protocol>/<version>.json`` (a breadth set, ``breadth-<version>.json``, never is)."""
     folder = config.cases_dir / protocol
-    files = sorted(folder.glob("*.json"), key=_version_key)
+    files = sorted((f for f in folder.glob("*.json") if _version_key(f) != (-1,)), key=_version_key)
     if not files:
         raise CaseFileError(f"no case file in {folder}; pass one with --cases path/to/cases.json")
     return files[-1]
@@ -92,6 +93,7 @@ def load_cases(path: Path, config: Config, protocol: EvalProtocol) -> CaseFile:
         for case in data["cases"]:
             problems.extend(protocol.validate_case(case))
             problems.extend(_normalisable(case))
+        problems.extend(file_problems(data))
     if problems:
         shown = "\n  - ".join(problems[:40])
         more = f"\n  ... and {len(problems) - 40} more" if len(problems) > 40 else ""

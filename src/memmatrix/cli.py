@@ -37,7 +37,8 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
     if ns.repeats is not None and ns.repeats < 1:
         raise MemmatrixError(f"--repeats {ns.repeats}: give a number of runs, 1 or more")
     batch = Batch.from_args(config, protocol=ns.protocol, cases=ns.cases, runtime=ns.runtime, out=ns.out,
-                            seed=ns.seed, no_judge=ns.no_judge, option=ns.option, replace=ns.replace)
+                            seed=ns.seed, no_judge=ns.no_judge, option=ns.option, replace=ns.replace,
+                            jobs=ns.jobs)
     specs = [resolve_system(s, config, python=ns.python) for s in _systems(config, ns.system)]
     requests = [batch.request(spec, protocol) for spec in specs for protocol in batch.protocols]
     clean_stale(batch.out) if batch.out.exists() else None
@@ -331,6 +332,32 @@ def cmd_check_cases(ns: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_cases_generate(ns: argparse.Namespace, config: Config) -> int:
+    """Generate a case file from its spec; with --check, only say whether the committed file is what it makes."""
+    import json
+    from .casegen import generate, load_spec, output_path
+    from .cases import load_cases
+    from .protocols import get_protocol
+    spec = load_spec(Path(ns.spec))
+    text = json.dumps(generate(spec), indent=1, ensure_ascii=False) + "\n"
+    out = Path(ns.out) if ns.out else config.home / output_path(spec)
+    if ns.check:
+        same = out.is_file() and out.read_text(encoding="utf-8") == text
+        print(f"{'ok' if same else 'DIFFERS'} {out}: {'what' if same else 'not what'} {ns.spec} generates")
+        return 0 if same else 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        cf = load_cases(tmp, config, get_protocol(spec["protocol"]))  # the validator rejects what cannot discriminate
+    except MemmatrixError:
+        tmp.unlink()
+        raise
+    tmp.replace(out)
+    print(f"ok {out}: {cf.protocol} {cf.version}, {len(cf.cases)} case(s), sha256 {cf.sha256}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="memmatrix", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -360,6 +387,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
     r.add_argument("--repeats", type=int, metavar="N", help="runs of a repeated protocol (door) per system: default 3 "
                    "on the oracle, 5 with a real model; a system that made no model call runs once")
+    r.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="run the cases on N instances of the system at once (embedded and inprocess; systems whose "
+                        "system.yaml says parallel: true); the transcripts are the same as with one (default: 1)")
     r.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="an adapter option (see the system's adapter); recorded in the stamp and the result's folder name")
     r.add_argument("--no-judge", action="store_true",
@@ -471,6 +501,14 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("file", metavar="FILE")
     c.add_argument("--protocol", help="the protocol the file is for (default: the one the file names)")
     c.set_defaults(func=cmd_check_cases)
+
+    g = sub.add_parser("cases", help="case sets generated from a versioned spec (cases/specs/)")
+    gsub = g.add_subparsers(dest="cases_command", required=True)
+    gen = gsub.add_parser("generate", help="write the case file a spec describes, validated (the same bytes every time)")
+    gen.add_argument("spec", metavar="SPEC", help="a cases/specs/<protocol>-<version>.yaml file")
+    gen.add_argument("--out", metavar="FILE", help="where to write it (default: cases/<protocol>/breadth-<version>.json)")
+    gen.add_argument("--check", action="store_true", help="exit 1 unless the file already holds what the spec generates")
+    gen.set_defaults(func=cmd_cases_generate)
     return p
 
 

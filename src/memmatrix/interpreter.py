@@ -32,7 +32,7 @@ class RunSettings:
 
 class CaseInterpreter:
     def __init__(self, client: AdapterClient, caps: Capabilities, clock_spec: dict, settings: RunSettings,
-                 judge: Judge | None = None, restart=None):
+                 judge: Judge | None = None, restart=None, disk=None):
         self.client = client
         self.caps = caps
         self.clock_spec = clock_spec
@@ -42,6 +42,8 @@ class CaseInterpreter:
         self.times: dict[str, str] = {}
         self.lags: list[dict] = []  # write-to-door lag, in ms (timings, not the transcript: it is wall time)
         self.judged: dict[str, tuple[bool, dict]] = {}
+        self.disk = disk  # () -> bytes the system's stores take on disk, or None: measured after reset and at the end
+        self.disk_bytes: tuple[int | None, int | None] = (None, None)
 
     def run(self, case: dict) -> None:
         tr = self.client.transcript
@@ -56,6 +58,7 @@ class CaseInterpreter:
         ok, _ = self.client.call("reset", {}, {"case": case["id"], "index": -1, "step": "0"})
         if not ok:
             return  # the case is unmeasurable; the scorer turns the missing ops into ERROR cells
+        base = self.disk() if self.disk else None
         for index, spec in enumerate(case["ops"]):
             tr.add({"kind": "op", "case": case["id"], "index": index, "step": str(spec["step"]), "spec": spec,
                     "at": self.clock.now()})
@@ -63,8 +66,15 @@ class CaseInterpreter:
             if "id" in spec:
                 self.times[spec["id"]] = self.clock.now()
             getattr(self, f"_op_{spec['op']}")(spec, ctx)
+        self.disk_bytes = (base, self.disk() if self.disk else None)
 
     # ---------------------------------------------------------------- helpers
+    def _wait(self, seconds: float) -> None:
+        """Wait between two looks at a system still settling: the system's time, not the harness's."""
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        self.client.ledger.system_span(t0, time.perf_counter())
+
     def _scope(self, key: str) -> str:
         return self.case["scopes"][key]
 
@@ -150,7 +160,7 @@ class CaseInterpreter:
             if not ok or self.client.unavailable or time.monotonic() - t0 >= self.settings.settle_timeout_s:
                 break
             poll += 1
-            time.sleep(LAG_POLL_S)
+            self._wait(LAG_POLL_S)
         ms = round((time.monotonic() - t0) * 1000, 1)
         self.client.transcript.add({**ctx, "kind": "polling", "polls": poll + 1, "until": "held" if seen else "timeout",
                                     "watch": False, "interval_s": LAG_POLL_S, "timeout_s": self.settings.settle_timeout_s})
@@ -281,7 +291,7 @@ class CaseInterpreter:
             if poll + 1 >= polls:
                 break
             poll += 1
-            time.sleep(max(0.0, t0 + poll * interval - time.monotonic()))
+            self._wait(max(0.0, t0 + poll * interval - time.monotonic()))
         self.client.transcript.add({**ctx, "kind": "polling", "polls": poll + 1, "until": until, "watch": watch,
                                     "interval_s": interval, "timeout_s": timeout})
 

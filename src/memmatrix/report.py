@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from .costreport import cost_table
 from .protocols import VERDICTS
 from .stamp import scoring_version
 from .verify import find_results, load_result
@@ -89,7 +90,7 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
                         "not the system. The result's findings list the calls; the README explains each."]
         ranked, public = ranking(runs)
         out += (measures_table(runs, steps) + ranked + private_table(paths, protocol, public) + lag_table(runs)
-                + stage_table(runs))
+                + stage_table(runs) + cost_table(runs, setup_label))
         out += ["", "<details><summary>Steps</summary>", ""]
         out += [f"- **{s['key']} {s['name']}**: {s['title']}" for s in steps]
         out += ["", "</details>", ""]

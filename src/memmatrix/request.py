@@ -39,6 +39,14 @@ class RunRequest:
     default_cases: bool = True  # the protocol's newest case file in this checkout (else named in the folder)
     replace: bool = False  # may replace a result of a different setup in the target folder
     repeat: int = 1  # which repeat of a repeated protocol (door) this run is
+    jobs: int = 1  # instances of the system running cases at once (--jobs); the transcripts do not depend on it
+
+    @property
+    def parallel(self) -> bool:
+        """May this system run as several instances at once? A folder says so (system.yaml ``parallel: true``:
+        its instances share nothing, so a case's records do not depend on which instance ran it); an adapter
+        file given by path is the user's to judge."""
+        return self.spec.folder is None or bool(self.spec.meta.get("parallel"))
 
     @property
     def all_options(self) -> dict:

@@ -6,7 +6,8 @@ its canonical lines checked first), every case is scored again, and the result i
 every cell keeps its verdict and its reason. The stamp then says so (``rescored``: from which protocol
 version, to which, when, by which harness); the run header and everything the run recorded stay as they
 were, so ``memmatrix verify`` still binds the result to the transcript that produced it. A scorer change
-that would move a verdict is refused here: that needs a new run.
+that would move a verdict is refused here: that needs a new run. A result made before results carried
+``costs`` (derived from the transcripts, src/memmatrix/costs.py) gains them the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from .artifacts import check_result, render_result
 from .config import Config
+from .costs import derive_costs
 from .errors import ConfigError
 from .protocols import get_protocol
 from .scoring import score_transcript, summarize
@@ -50,17 +52,24 @@ def rescore(path: Path, config: Config) -> str:
     stamp = result["stamp"]
     protocol = get_protocol(stamp["protocol"]["name"])
     before = scoring_version(stamp)
-    if before == protocol.version:
+    if before == protocol.version and "costs" in result:
         return f"already scored by {protocol.name} {before}"
     _, problems = _artifact(path.parent, result["transcript"], "transcript")
     if problems:
         raise RescoreRefused(f"{path}: {problems[0]}; a transcript that does not match its result cannot be re-scored")
-    cases = score_transcript(protocol, read_lines(path.parent / result["transcript"]["file"]))
+    records = read_lines(path.parent / result["transcript"]["file"])
+    if before == protocol.version:  # the cells are current; only the derived costs are new
+        result["costs"] = derive_costs(records, result["cost"])
+        check_result(result, config.schemas_dir)
+        path.write_text(render_result(result), encoding="utf-8")
+        return "costs derived"
+    cases = score_transcript(protocol, records)
     moved = _moved(result["cases"], cases)
     if moved:
         raise RescoreRefused(f"{path}: the {protocol.name} {protocol.version} scorer would change {len(moved)} cell(s) "
                              f"({'; '.join(moved[:3])}); re-run it with `memmatrix run` instead")
     result["cases"] = cases
+    result["costs"] = derive_costs(records, result["cost"])
     result["summary"] = summarize(protocol, cases)
     result.pop("measures", None)
     measures = protocol.measures(cases)

@@ -5,26 +5,31 @@ from __future__ import annotations
 import json
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
 from . import derive, judging
 from .artifacts import write_run
-from .canon import COMPRESSED_SUFFIX, gzip_bytes, sha256_bytes
+from .canon import COMPRESSED_SUFFIX, canonical, gzip_bytes, sha256_bytes
 from .capabilities import Capabilities, check_capabilities
+from .costs import derive_costs, disk_bytes, disk_use, lag_distribution
 from .config import Config
 from .errors import AdapterError, RuntimeFailure
 from .judge import Judge
 from .model.handle import ADAPTER_KEY, LocalGateway
 from .overhead import Ledger
+from .parallel import merge_models, merge_transcripts
 from .interpreter import CaseInterpreter, RunSettings
 from .request import RunRequest, adapter_config, check_options, check_target, portable, run_header, setup_of
 from .runtimes import start_runtime
 from .scoring import score_transcript, summarize
 from .stamp import fingerprint, harness, now_utc
 from .transcript import NORMALIZATION, Transcript
-from .wire import AdapterClient
+from .wire import AdapterClient, CallStats
 
 __all__ = ["RunRequest", "execute", "portable"]
 
@@ -93,59 +98,125 @@ def _judge_identity(judge: Judge | None) -> dict | None:
     return judge.identity() if judge else None
 
 
+@dataclass
+class Session:
+    """One instance of the system: its gateway, runtime, transcript and client (a --jobs run has several)."""
+    gw: object
+    runtime: object
+    client: AdapterClient
+    reinit: object
+    judge: Judge | None = None
+    lags: list = field(default_factory=list)
+    disk: list = field(default_factory=list)  # per case: the stores' bytes after reset and at the end
+
+
+def _open(stack: ExitStack, req: RunRequest, config: Config, budgets: dict, ledger: Ledger,
+          transcript: Transcript) -> Session:
+    local = None if req.runtime == "compose" else LocalGateway(req.gateway, [req.cases.data], req.spec.oracle)
+    if local is not None:
+        stack.callback(local.close)  # after the runtime has stopped (the stack unwinds last-in first-out)
+    runtime_config = dict(req.runtime_config)
+    if local is not None:
+        runtime_config["model"] = {"base_url": local.adapter_url, "api_key": ADAPTER_KEY, **local.models()}
+    runtime = stack.enter_context(start_runtime(req.runtime, req.spec, config, runtime_config, ledger=ledger,
+                                                gateway=(req.gateway, [req.cases.data], req.spec.oracle)))
+    gw = local or runtime.gateway
+    client = AdapterClient(runtime.endpoint, transcript, config.schemas_dir, config.call_timeout_s, budgets)
+    client.ledger = ledger
+    client.on_call = lambda ctx, op: gw.set_context({"case": ctx.get("case"), "index": ctx.get("index"), "call": op})
+    return Session(gw=gw, runtime=runtime, client=client, reinit=_restarter(runtime, client, req))
+
+
+def _drive(s: Session, cases: list[dict], req: RunRequest, checked: Capabilities, settings: RunSettings,
+           bar) -> None:
+    """Run ``cases`` in order on one instance."""
+    for case in cases:
+        if s.client.unavailable and req.runtime != "inprocess":
+            _recover(s.client, s.reinit, case["id"])
+        folder = s.runtime.data_dir()
+        interp = CaseInterpreter(s.client, checked, req.cases.data["clock"], settings, s.judge, s.reinit,
+                                 disk=(lambda: disk_bytes(folder)) if folder is not None else None)
+        interp.run(case)
+        s.lags += interp.lags
+        if interp.disk_bytes[1] is not None:
+            s.disk.append({"case": case["id"], "after_reset": interp.disk_bytes[0], "at_end": interp.disk_bytes[1]})
+        bar.set_postfix_str(case["id"], refresh=False)
+        bar.update()
+
+
 def execute(req: RunRequest, config: Config) -> Path:
     """Run every case, score from the transcript, write the artifacts. Returns the run directory."""
-    transcript = Transcript()
+    jobs = max(1, min(req.jobs, len(req.cases.cases)))
+    if jobs > 1 and not req.parallel:
+        print(f"memmatrix: {req.spec.name} does not declare instances that share nothing (system.yaml parallel: "
+              "true); its cases run on one instance", file=sys.stderr, flush=True)
+        jobs = 1
+    if jobs > 1 and req.uses_judge:  # the judge reads door text whose ids are numbered across the whole run
+        print(f"memmatrix: the {req.protocol.name} protocol asks the judge about door text, whose ids only a single "
+              "instance numbers as the transcript does; its cases run on one instance (--no-judge allows more)",
+              file=sys.stderr, flush=True)
+        jobs = 1
+    transcript = Transcript(worker=0 if jobs > 1 else None)
     started, t0 = now_utc(), time.monotonic()
     ledger = Ledger()
-    local = None if req.runtime == "compose" else LocalGateway(req.gateway, [req.cases.data], req.spec.oracle)
     settings = RunSettings(settle_timeout_s=config.settle_timeout_s)
     budgets = budgets_for(req.spec.meta.get("budgets") or {}, req.gateway.mode, config.call_timeout_s)
     limits = {"call_timeout_s": config.call_timeout_s, "settle_timeout_s": config.settle_timeout_s,
               "poll_interval_s": settings.poll_interval_s,
               **({"budgets_s": {op: b["seconds"] for op, b in budgets.items()}} if budgets else {})}
-    try:
-        runtime_config = dict(req.runtime_config)
-        if local is not None:
-            runtime_config["model"] = {"base_url": local.adapter_url, "api_key": ADAPTER_KEY, **local.models()}
-        with start_runtime(req.runtime, req.spec, config, runtime_config,
-                           gateway=(req.gateway, [req.cases.data], req.spec.oracle), ledger=ledger) as runtime:
-            gw = local or runtime.gateway
-            model = gw.state()["identity"]
-            judge = Judge(gw.url, model["id"]) if req.uses_judge else None
-            client = AdapterClient(runtime.endpoint, transcript, config.schemas_dir, config.call_timeout_s, budgets)
-            client.ledger = ledger
-            client.on_call = lambda ctx, op: gw.set_context({"case": ctx.get("case"), "index": ctx.get("index"),
-                                                             "call": op})
-            caps, checked = _start(client, req)
-            name = req.spec.name if req.spec.folder is not None else caps["system"]["name"]
-            version = req.spec.version or caps["system"]["version"]
-            target = req.target(name, version)
-            planned = {"protocol": {"version": req.protocol.version}, "dataset": {"sha256": req.cases.sha256},
-                       "seed": req.seed, "system": {"options": req.recorded_options}, "model": model,
-                       "judge": _judge_identity(judge)}
-            check_target(req, _existing(target), setup_of(planned), target)  # before any case runs
-            accuracy = judging.measure(judge, gw, config) if judge else None
-            header = run_header(req, config, runtime.name, model, _judge_identity(judge), limits)
-            header["system"].update(name=name, version=version)
-            transcript.prepend(header)
-            reinit = _restarter(runtime, client, req)
-            bar = tqdm(req.cases.cases, desc=f"  {name} {version} {req.protocol.name}", unit="case", leave=False,
-                       file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True)
-            lags: list[dict] = []
-            for case in bar:
-                bar.set_postfix_str(case["id"], refresh=False)
-                if client.unavailable and req.runtime != "inprocess":
-                    _recover(client, reinit, case["id"])
-                interp = CaseInterpreter(client, checked, req.cases.data["clock"], settings, judge, reinit)
-                interp.run(case)
-                lags += interp.lags
-            runtime_facts = runtime.describe()
-            adapter_ms = client.stats.summary()
-            state = gw.state()
-    finally:
-        if local is not None:
-            local.close()
+    with ExitStack() as stack:
+        first = _open(stack, req, config, budgets, ledger, transcript)
+        gw, runtime, client = first.gw, first.runtime, first.client
+        model = gw.state()["identity"]
+        judge = first.judge = Judge(gw.url, model["id"]) if req.uses_judge else None
+        caps, checked = _start(client, req)
+        name = req.spec.name if req.spec.folder is not None else caps["system"]["name"]
+        version = req.spec.version or caps["system"]["version"]
+        target = req.target(name, version)
+        planned = {"protocol": {"version": req.protocol.version}, "dataset": {"sha256": req.cases.sha256},
+                   "seed": req.seed, "system": {"options": req.recorded_options}, "model": model,
+                   "judge": _judge_identity(judge)}
+        check_target(req, _existing(target), setup_of(planned), target)  # before any case runs
+        accuracy = judging.measure(judge, gw, config) if judge else None
+        header = run_header(req, config, runtime.name, model, _judge_identity(judge), limits)
+        header["system"].update(name=name, version=version)
+        transcript.prepend(header)
+        sessions = [first]
+        for k in range(1, jobs):  # the other instances: their own start stays out of the merged transcript
+            s = _open(stack, req, config, budgets, Ledger(), Transcript(worker=k))
+            s.judge = Judge(s.gw.url, model["id"]) if judge else None
+            _start(s.client, req)
+            sessions.append(s)
+        case_order = {c["id"]: i for i, c in enumerate(req.cases.cases)}
+        bar = tqdm(total=len(req.cases.cases), desc=f"  {name} {version} {req.protocol.name}", unit="case",
+                   leave=False, file=sys.stderr, disable=not sys.stderr.isatty(), dynamic_ncols=True)
+        plan = [req.cases.cases[k::jobs] for k in range(jobs)]
+        if jobs == 1:
+            _drive(first, plan[0], req, checked, settings, bar)
+        else:
+            with ThreadPoolExecutor(jobs, thread_name_prefix="memmatrix-job") as pool:
+                list(pool.map(lambda k: _drive(sessions[k], plan[k], req, checked, settings, bar), range(jobs)))
+        bar.close()
+        runtime_facts = {**runtime.describe(), **({"instances": jobs} if jobs > 1 else {})}  # not in the transcript
+        stats = CallStats()
+        for s in sessions:
+            for op, values in s.client.stats.ms.items():
+                stats.ms.setdefault(op, []).extend(values)
+        adapter_ms = stats.summary()
+        lags = [x for s in sessions for x in s.lags]
+        disk = sorted((x for s in sessions for x in s.disk), key=lambda x: case_order[x["case"]])
+        state = gw.state()
+        if jobs > 1:
+            case_ids = [c["id"] for c in req.cases.cases]
+            transcript.records = merge_transcripts([s.client.transcript for s in sessions], case_ids)
+            merged = merge_models([s.gw.gateway.recorder for s in sessions], case_ids, req.gateway.mode)
+            more = [s.gw.state() for s in sessions[1:]]
+            state = {**state, "transcript": "".join(canonical(r) + "\n" for r in merged["records"]),
+                     "cost": merged["cost"], "latency": merged["latency"],
+                     "upstream": {k: (sum(m["upstream"][k] for m in [state, *more]) if k != "first_error" else
+                                      next((m["upstream"][k] for m in [state, *more] if m["upstream"][k]), None))
+                                  for k in state["upstream"]},
+                     "inflight": sum(m.get("inflight", 0) for m in [state, *more])}
     model_text, cost, model_latency = state["transcript"], state["cost"], state["latency"]
     if req.gateway.mode == "proxy":
         _never_reached(req, state, model)
@@ -193,9 +264,12 @@ def execute(req: RunRequest, config: Config) -> Path:
         "summary": summarize(req.protocol, cases),
         "findings": findings,
         "timings": {"wall_s": round(time.monotonic() - t0, 3), "adapter_ms": adapter_ms, "model": model_latency,
-                    "harness": ledger.summary(),
-                    **({"lag_ms": lag_distribution(lags)} if lags else {})},
+                    "harness": ledger.summary() if jobs == 1 else
+                    {"jobs": jobs, "instances": [s.client.ledger.summary() for s in sessions]},
+                    **({"lag_ms": lag_distribution(lags)} if lags else {}),
+                    **({"disk": disk_use(disk, transcript.records)} if disk else {})},
         "cost": cost,
+        "costs": derive_costs(transcript.records, cost),
     }
     measures = req.protocol.measures(cases)
     if measures is not None:
@@ -218,16 +292,6 @@ def budgets_for(declared: dict, mode: str, call_timeout_s: float) -> dict:
         if seconds < call_timeout_s:
             out[op] = {**b, "seconds": seconds}
     return out
-
-
-def lag_distribution(lags: list[dict]) -> dict:
-    """Write-to-recall lag over every lag op: how long after a write returned its value first reached the door."""
-    seen = sorted(x["ms"] for x in lags if x["seen"])
-    def pct(q: float) -> float | None:
-        return seen[min(len(seen) - 1, int(q * len(seen)))] if seen else None
-    return {"writes": len(lags), "never": sum(not x["seen"] for x in lags), "p50": pct(0.5), "p95": pct(0.95),
-            "max": seen[-1] if seen else None, "samples": [{k: x[k] for k in ("case", "target", "ms", "seen")}
-                                                           for x in lags]}
 
 
 def _never_reached(req: RunRequest, state: dict, model: dict) -> None:

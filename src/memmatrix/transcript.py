@@ -71,6 +71,8 @@ def wall_dates(now: datetime | None = None) -> frozenset[str]:
 class Normalizer:
     volatile_fields: frozenset[str] = frozenset()
     needles: tuple[tuple[str, ...], ...] = ()   # token sequences of every wording of the current case's targets
+    worker: int | None = None  # an instance of a --jobs run labels ids its own way (parallel.py renumbers them)
+    met: list[str] = field(default_factory=list)  # the raw ids normalisation met since the last record was added
     _ids: dict[str, str] = field(default_factory=dict)
 
     def set_needles(self, wordings: list[str]) -> None:
@@ -88,9 +90,15 @@ class Normalizer:
         return bool(self.held(text))
 
     def _id(self, raw: str) -> str:
+        self.met.append(raw)
         if raw not in self._ids:
-            self._ids[raw] = f"~{len(self._ids) + 1}"
+            n = len(self._ids) + 1
+            self._ids[raw] = f"~{n}" if self.worker is None else f"~w{self.worker}n{n}~"
         return self._ids[raw]
+
+    def labels(self) -> dict[str, str]:
+        """Every raw id met so far and its label."""
+        return dict(self._ids)
 
     def raw(self, value):
         """The id as the system gave it, for one the transcript renumbered (``~3``); any other value as it is."""
@@ -140,19 +148,23 @@ class Normalizer:
 class Transcript:
     """An in-memory transcript that renders to canonical JSON lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, worker: int | None = None) -> None:
         self.records: list[dict] = []
-        self.normalize = Normalizer()
+        self.ids_of: list[tuple[str, ...]] = []  # per record, the raw ids its normalisation met, in order
+        self.normalize = Normalizer(worker=worker)
 
     def add(self, record: dict) -> dict:
         record = json.loads(canonical(record))  # a plain-JSON copy, exactly as it will be read back
         self.records.append(record)
+        self.ids_of.append(tuple(self.normalize.met))
+        self.normalize.met.clear()
         return record
 
     def prepend(self, record: dict) -> dict:
         """The run header goes first, written once the run knows what produced it."""
         record = json.loads(canonical(record))
         self.records.insert(0, record)
+        self.ids_of.insert(0, ())
         return record
 
     def add_exchange(self, context: dict, call: str, args: dict, result: Any = None,

@@ -22,6 +22,7 @@ from . import derive, schemas
 from .bindings import check_bindings
 from .canon import read_text, sha256_bytes
 from .config import Config
+from .costs import derive_costs
 from .errors import ConfigError, MemmatrixError
 from .protocols import get_protocol
 from .scoring import recorded_capabilities, score_transcript, summarize
@@ -116,6 +117,8 @@ def verify_result(path: Path, config: Config) -> list[str]:
     if cost != result.get("cost"):
         problems.append("the cost differs from the one derived from the model transcript "
                         f"(derived totals {cost['total']}, recorded {result.get('cost', {}).get('total')})")
+    if "costs" in result and derive_costs(records, cost) != result["costs"]:
+        problems.append("the costs differ from those derived from the transcripts")
     findings = derive.run_findings(records, caps, stamp.get("limits", {})) + derive.model_findings(model_records, cost)
     if findings != result["findings"]:
         missing = [f for f in findings if f not in result["findings"]]

@@ -72,8 +72,9 @@ class DeletionProtocol(EvalProtocol):
 
     # ---------------------------------------------------------------- validation
     def validate_case(self, case: dict) -> list[str]:
+        from ..caserules import case_problems
         from .deletion_rules import validate_deletion_case
-        return validate_deletion_case(case, self)
+        return validate_deletion_case(case, self) + case_problems(case)  # every target is a canary to remember
 
     # ---------------------------------------------------------------- scoring
     def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:

@@ -27,14 +27,21 @@ class Runtime:
         self.ledger = None         # overhead.Ledger: the system's own start and stop times go there
 
     @contextmanager
-    def system_time(self):
-        """Time the system spends starting or stopping (its imports, its servers), not the harness."""
+    def _spent(self, kind: str):
         t0 = time.perf_counter()
         try:
             yield
         finally:
             if self.ledger is not None:
-                self.ledger.system_span(t0, time.perf_counter())
+                getattr(self.ledger, kind)(t0, time.perf_counter())
+
+    def system_time(self):
+        """Time the system spends starting or stopping (its imports, its servers), not the harness."""
+        return self._spent("system_span")
+
+    def install_time(self):
+        """Time spent finding or building the system's environment (once per machine)."""
+        return self._spent("install_span")
 
     def scratch(self) -> Path:
         """A private folder for this run's stores, removed when the runtime stops. Its name carries this
@@ -42,6 +49,10 @@ class Runtime:
         if self._scratch is None:
             self._scratch = make_scratch(self.spec.name)
         return self._scratch
+
+    def data_dir(self) -> Path | None:
+        """The folder that holds the system's stores (for their size on disk), or None where it is not ours."""
+        return None
 
     def start(self) -> None:
         raise NotImplementedError

@@ -195,7 +195,8 @@ class ComposeRuntime(Runtime):
         project = re.sub(r"[^a-z0-9-]", "-", f"memmatrix-{self.spec.name}-{secrets.token_hex(3)}".lower())
         env = self._env()
         self._start_reaper(project)
-        self._prepare_images(env)
+        with self.install_time():  # a backing-service image built once per machine
+            self._prepare_images(env)
         self.compose = ProjectCompose(context=str(self.spec.folder), compose_file_name="compose.yaml", build=True,
                                       wait=True, project=project, env=env)
         self._up()

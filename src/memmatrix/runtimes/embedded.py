@@ -63,6 +63,9 @@ class EmbeddedRuntime(Runtime):
         self.found = False
         self.log_path: Path | None = None
 
+    def data_dir(self) -> Path | None:
+        return self.scratch() / "data"
+
     def interpreter(self) -> str:
         """The Python that runs the adapter: the system's own environment (see runtimes/venv.py)."""
         from .venv import environment_python
@@ -70,7 +73,8 @@ class EmbeddedRuntime(Runtime):
 
     def start(self) -> None:
         if not self.found:  # found (and the environment checked) once; a restart reuses it
-            self.python, self.found = self.interpreter(), True
+            with self.install_time():
+                self.python, self.found = self.interpreter(), True
         started = time.monotonic()
         scratch = self.scratch()
         self.log_path = scratch / "adapter.log"

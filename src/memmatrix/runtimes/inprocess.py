@@ -28,5 +28,8 @@ class InProcessRuntime(Runtime):
             self.endpoint.close()  # the instance goes; its data directory stays
             self.endpoint = InProcessEndpoint(self.cls, {**self.runtime_config, "data_dir": str(self.scratch())})
 
+    def data_dir(self):
+        return self.scratch()
+
     def describe(self) -> dict:
         return {"name": self.name, "python": sys.version.split()[0]}

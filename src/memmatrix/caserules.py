@@ -1,0 +1,98 @@
+"""Rules that keep cases discriminating, checked before anything runs.
+
+``case_problems`` holds for a protocol whose every target is a canary to remember (deletion): a case is
+rejected when a target's answer is not backed by the case, when a model could guess its value without reading
+it, when two targets share a token (a twin may not share its canary's), or when a question contains its own
+answer. ``file_problems`` holds for every case file: the oracle finds the write a model call is about by its
+user messages, so no write may repeat, or be contained in, another case's write.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model.gold import norm
+from .tokens import contains, tokens
+
+#: Words any model could produce unprompted: a target made only of these could be guessed, not remembered.
+COMMON = frozenset("""
+a an the and or of to in on at for with my your our their his her its is are was be code number name pass
+password passphrase pin key one two three four five six seven eight nine ten red blue green black white
+john mary james anna david sarah michael emma paul lisa peter laura mark anne tom kate
+""".split())
+
+
+def _guessable(token: str) -> str | None:
+    toks = tokens(token)
+    letters_digits = re.sub(r"[^0-9A-Za-z]", "", token)
+    if not toks:
+        return "has no letters or digits"
+    if all(t in COMMON for t in toks):
+        return "is made only of common words a model could produce unprompted"
+    if letters_digits.isdigit():
+        if len(letters_digits) < 5:
+            return "is a number of fewer than 5 digits, which a model could guess"
+        if len(set(letters_digits)) <= 2 or letters_digits in "01234567890" or letters_digits in "9876543210":
+            return "is a number with a pattern (repeated or consecutive digits), which a model could guess"
+    elif len(letters_digits) < 5 and len(toks) < 2:
+        return "is shorter than 5 letters and digits, which a model could guess"
+    return None
+
+
+def case_problems(case: dict) -> list[str]:
+    """Per-case rules: backed answers, unguessable values, no shared tokens, no answer inside a question."""
+    out: list[str] = []
+    cid = case["id"]
+    targets = case.get("targets", {})
+    writes = [op for op in case.get("ops", []) if op["op"] in ("write", "import")]
+    gold = [f for op in writes for f in op.get("gold", [])]
+    for name, t in targets.items():
+        token = t["token"]
+        why = _guessable(token)
+        if why:
+            out.append(f"case {cid!r}: target {name!r} value {token!r} {why}; use a fictional, high-entropy value")
+        for q in t.get("queries", []):
+            if contains(q, token):
+                out.append(f"case {cid!r}: target {name!r} question {q!r} contains its own answer")
+        backed = [f for f in gold if contains(f.get("value", ""), token) or contains(f.get("statement", ""), token)]
+        if not backed:
+            out.append(f"case {cid!r}: target {name!r} value {token!r} is in no write's gold fact: the answer is not "
+                       "backed by the case")
+        elif t.get("queries") and not any(set(tokens(q)) - COMMON & set(tokens(f.get("statement", ""))) - {*tokens(token)}
+                                          for q in t["queries"] for f in backed):
+            out.append(f"case {cid!r}: target {name!r}: no question shares a word (beyond common ones) with the fact "
+                       "that answers it, so nothing ties the question to its answer")
+    names = sorted(targets)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            shared = set(tokens(targets[a]["token"])) & set(tokens(targets[b]["token"]))
+            if shared:
+                out.append(f"case {cid!r}: targets {a!r} and {b!r} share the token(s) {sorted(shared)}: a twin may not "
+                           "share its canary's tokens")
+    return out
+
+
+def file_problems(data: dict) -> list[str]:
+    """Across the file: every write must be one the oracle can tell from every other case's writes."""
+    out: list[str] = []
+    sets: list[tuple[str, frozenset[str]]] = []
+    for case in data.get("cases", []):
+        seen = set()
+        for op in case.get("ops", []):
+            if op["op"] not in ("write", "import"):
+                continue
+            users = frozenset(norm(m["content"]) for m in op.get("messages", []) if m.get("role") == "user")
+            if users and users not in seen:
+                seen.add(users)
+                sets.append((case["id"], users))
+    by_message: dict[str, set[int]] = {}
+    for k, (_, users) in enumerate(sets):
+        for m in users:
+            by_message.setdefault(m, set()).add(k)
+    for k, (cid, users) in enumerate(sets):
+        rivals = set.intersection(*(by_message[m] for m in users)) - {k}
+        others = sorted({sets[j][0] for j in rivals if sets[j][0] != cid})
+        if others:
+            out.append(f"case {cid!r}: a write's user messages all occur in a write of case(s) {others}; the oracle "
+                       "finds a write by its user messages, so it could not tell them apart: make each write unique")
+    return out
