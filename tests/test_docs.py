@@ -132,3 +132,14 @@ def test_every_change_point_in_the_readme_is_two_results_one_release_apart(confi
         assert v1 in usable and v2 in usable and between(usable, v1, v2) == [], f"{v1} → {v2} are not adjacent"
         cells = lambda r: {(c["id"], x["step"]): x["verdict"] for c in r["cases"] for x in c["cells"]}  # noqa: E731
         assert cells(before) != cells(after), f"{v1} → {v2}: no cell changed"
+
+
+def test_the_complete_system_yaml_in_the_adapter_guide_fits_the_schema():
+    """docs/adapters.md shows every key of system.yaml: the example must stay valid as the schema grows."""
+    from memmatrix import schemas
+    text = (ROOT / "docs" / "adapters.md").read_text()
+    block = re.search(r"### system\.yaml.*?```yaml\n(.*?)```", text, re.S).group(1)
+    example = yaml.safe_load(block)
+    assert schemas.errors(ROOT / "schemas", "system", example) == []
+    keys = set(json.loads((ROOT / "schemas" / "system.schema.json").read_text())["properties"])
+    assert keys - set(example) <= {"releases"}, f"keys the guide does not show: {sorted(keys - set(example))}"

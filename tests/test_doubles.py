@@ -18,6 +18,7 @@ import contradiction as cdoubles  # noqa: E402
 import deletion as ddoubles  # noqa: E402
 import writepath as wdoubles  # noqa: E402
 import door as odoubles  # noqa: E402
+import boundaries as bdoubles  # noqa: E402
 
 
 def cells(run_dir: Path) -> dict[str, dict[str, str]]:
@@ -138,3 +139,27 @@ def test_a_case_that_cannot_start_errors_only_its_own_measures_and_earns_nothing
     assert (m["W"]["passed"], m["W"]["of"], m["W"]["errors"]) == (39, 40, 1)  # a broken case is not left out
     assert (m["P"]["passed"], m["P"]["of"], m["P"]["errors"]) == (19, 20, 1)
     assert "errors" not in m["S"] and m["S"]["rate"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def boundaries_reference(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bd-reference")
+    return measures(run(fast_config(tmp), "reference", tmp / "out", protocol="boundaries"))
+
+
+def test_the_reference_keeps_every_boundary(boundaries_reference):
+    assert boundaries_reference == {"X": (18, 18), "E": (18, 18)}
+
+
+@pytest.mark.parametrize("double", bdoubles.DOUBLES, ids=lambda d: d.__name__)
+def test_each_boundaries_double_moves_exactly_its_own_column(config, tmp_path, boundaries_reference, double):
+    now = measures(run(config, f"{DOUBLES / 'boundaries.py'}:{double.__name__}", tmp_path, protocol="boundaries"))
+    assert now[double.MEASURE] == double.EXPECT
+    assert {k: v for k, v in now.items() if k != double.MEASURE} == \
+        {k: v for k, v in boundaries_reference.items() if k != double.MEASURE}
+
+
+def test_every_boundaries_column_has_its_double():
+    from memmatrix.protocols import get_protocol
+    assert {d.MEASURE for d in bdoubles.DOUBLES} == {s.key for s in get_protocol("boundaries").steps}
+

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, VERDICTS, Cell, EvalProtocol, StepDef
+from .boundaries import BoundariesProtocol
 from .contradiction import ContradictionProtocol
 from .deletion import DeletionProtocol
 from .door import DoorProtocol
 from .writepath import WritePathProtocol
 
-_PROTOCOLS: dict[str, EvalProtocol] = {p.name: p for p in (DeletionProtocol(), ContradictionProtocol(), WritePathProtocol(), DoorProtocol())}
+_PROTOCOLS: dict[str, EvalProtocol] = {p.name: p for p in (DeletionProtocol(), ContradictionProtocol(), WritePathProtocol(),
+                                                           DoorProtocol(), BoundariesProtocol())}
 
 
 def get_protocol(name: str) -> EvalProtocol:
