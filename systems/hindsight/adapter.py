@@ -91,8 +91,16 @@ class HindsightAdapter:
         return resp.text
 
     def _recall(self, scope: str, query: str, at: str) -> tuple[str, list[dict]]:
-        text = self._call("POST", f"{PREFIX}/{scope}/memories/recall", {"query": query, "query_timestamp": at})
-        return text, json.loads(text).get("results") or []
+        async def go():
+            return await self.http.request("POST", f"{PREFIX}/{scope}/memories/recall",
+                                           json={"query": query, "query_timestamp": at})
+        resp = self._await(go())
+        if resp.status_code == 404 and "not found" in resp.text:  # a bank never written to: Hindsight's own answer
+            return resp.text, []                                  # is what an integrator would hand the model
+        if resp.status_code >= 400:
+            raise RuntimeError(f"Hindsight POST {PREFIX}/{scope}/memories/recall answered {resp.status_code}: "
+                               f"{resp.text[:400]}")
+        return resp.text, json.loads(resp.text).get("results") or []
 
     @staticmethod
     def _items(results: list[dict]) -> list[dict]:
@@ -161,6 +169,8 @@ class HindsightAdapter:
             "conversation-<n> per scope; the door and recall pass query_timestamp = the harness time",
             "ids of facts and observations are Postgres' gen_random_uuid(): they differ from run to run in the door "
             "text and in the consolidation prompts, so transcript hashes differ while verdicts do not",
+            "a scope never written to has no bank: recall answers 404 'Bank ... not found', and the door hands over "
+            "that answer with no memory (what an integrator asking for a new user's memories gets)",
         ]
 
     def reset(self) -> None:
