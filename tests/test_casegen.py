@@ -92,3 +92,18 @@ def test_the_generated_file_runs_on_the_reference_and_it_passes_everything(confi
     path.write_text(json.dumps(subset))
     out = run(config, "reference", tmp_path / "out", cases=path)
     assert {v for row in verdicts(out).values() for v in row.values()} == {"PASS"}
+
+
+@pytest.mark.parametrize("name,crowd", [("scale10", 36), ("scale100", 396)])
+def test_a_scale_set_writes_its_distractors_before_the_canary_and_clear_of_every_target(name, crowd):
+    spec_path = ROOT / f"cases/specs/deletion-{name}-2.0.0.yaml"
+    assert main(["cases", "generate", str(spec_path), "--check"]) == 0
+    data = generate(load_spec(spec_path))
+    assert data["set"] == name and len(data["cases"]) == 4
+    for case in data["cases"]:
+        ops = case["ops"]
+        assert [op.get("note") for op in ops[:crowd]] == ["a distractor"] * crowd
+        assert ops[crowd]["note"] == "the canary's source conversation"
+        text = " ".join(m["content"] for op in ops[:crowd] for m in op["messages"])
+        from memmatrix.tokens import contains
+        assert not any(contains(text, t["token"]) for t in case["targets"].values())

@@ -29,6 +29,9 @@ def load_spec(path: Path) -> dict:
         raise CaseFileError(f"case spec {path} cannot be read as YAML ({exc}); give a cases/specs/*.yaml file") from None
     if not isinstance(spec, dict) or spec.get("kind") != "memmatrix.case-spec":
         raise CaseFileError(f"{path} is not a case spec (kind: memmatrix.case-spec); see cases/specs/")
+    if "base" in spec:  # a variant of another spec: its keys over the base's
+        spec = {**load_spec(Path(path).parent / spec["base"]), **{k: v for k, v in spec.items() if k != "base"}}
+    spec["file"] = Path(path).name  # named in the generated file (cases/specs/<file>)
     if spec.get("protocol") != "deletion":
         raise CaseFileError(f"{path}: the generator makes deletion cases; protocol {spec.get('protocol')!r} has none yet")
     return spec
@@ -45,30 +48,32 @@ class _Values:
     def new_case(self) -> None:
         self.case_tokens = set()
 
-    def _fresh(self, make) -> str:
+    def _fresh(self, make, claim: bool = True) -> str:
         for _ in range(1000):
             value = make()
             toks = set(tokens(value))
             if value not in self.used and not toks & self.case_tokens:
                 self.used.add(value)
-                self.case_tokens |= toks
+                if claim:  # a target's tokens; a distractor only keeps clear of them
+                    self.case_tokens |= toks
                 return value
         raise CaseFileError("the spec's value pools are too small for its count; add words or syllables")
 
-    def make(self, shape: str) -> str:
+    def make(self, shape: str, claim: bool = True) -> str:
         r, p = self.rng, self.pools.get(shape, {})
+        fresh = lambda make: self._fresh(make, claim)  # noqa: E731
         if shape == "identifier":
             letters = p["letters"]
-            return self._fresh(lambda: f"{''.join(r.choices(letters, k=2))}-{r.randint(1000, 9999)}-"
-                                       f"{''.join(r.choices(letters, k=3))}")
+            return fresh(lambda: f"{''.join(r.choices(letters, k=2))}-{r.randint(1000, 9999)}-"
+                                 f"{''.join(r.choices(letters, k=3))}")
         if shape == "number":
             digits = p["digits"]
-            return self._fresh(lambda: str(r.randint(10 ** (digits - 1), 10 ** digits - 1)))
+            return fresh(lambda: str(r.randint(10 ** (digits - 1), 10 ** digits - 1)))
         if shape == "name":
-            return self._fresh(lambda: f"{r.choice(p['starts'])}{r.choice(p['ends'])} "
-                                       f"{r.choice(p['family_starts'])}{r.choice(p['family_ends'])}")
+            return fresh(lambda: f"{r.choice(p['starts'])}{r.choice(p['ends'])} "
+                                 f"{r.choice(p['family_starts'])}{r.choice(p['family_ends'])}")
         if shape == "phrase":
-            return self._fresh(lambda: " ".join(r.choice(p[k]) for k in ("adjectives", "nouns", "verbs", "adverbs")))
+            return fresh(lambda: " ".join(r.choice(p[k]) for k in ("adjectives", "nouns", "verbs", "adverbs")))
         raise CaseFileError(f"the spec has no value pool for shape {shape!r}")
 
 
@@ -123,9 +128,10 @@ def _case(spec: dict, n: int, shape_name: str, axes: dict, rng: random.Random, v
                               "statement": targets[r]["fact"]}]}
                    for r, lead in (("shared", "Note for the team:"), ("shared_twin", "Also for the team:"))]
     canary_write = {"step": 1, "op": "write", "scope": "main", **src["canary"], "note": "the canary's source conversation"}
+    crowd = _distractors(spec, set(things.values()), rng, values) if spec.get("distractors") else []
     expect = {"op": "expect", "scope": "main", "absent": ["canary"], "present": ["twin"]}
     both = ["canary", "twin"]
-    ops = [canary_write,
+    ops = [*crowd, canary_write,
            {"step": 1, "op": "write", "scope": "main", **src["twin"], "note": f"the twin ({axes['neighbour']} neighbour)"},
            {"step": 1, "op": "settle"},
            {"step": 2, "op": "expect", "scope": "main", "present": both},
@@ -164,7 +170,24 @@ def _case(spec: dict, n: int, shape_name: str, axes: dict, rng: random.Random, v
 
 
 def output_path(spec: dict) -> str:
-    return f"cases/{spec['protocol']}/breadth-{spec['version']}.json"
+    return f"cases/{spec['protocol']}/{spec.get('set', 'breadth')}-{spec['version']}.json"
+
+
+def _distractors(spec: dict, avoid: set[str], rng: random.Random, values: _Values) -> list[dict]:
+    """``spec['distractors']`` writes of other facts in the canary's scope before it (the store at scale): each a
+    subject of any shape's families but the case's own four, with a value of its own."""
+    pool = [(name, thing) for name, shape in spec["shapes"].items() for fam in shape["families"].values()
+            for thing in fam if thing not in avoid]
+    out = []
+    for k in range(spec["distractors"]):
+        name, thing = pool[rng.randrange(len(pool))]
+        shape, value = spec["shapes"][name], values.make(name, claim=False)
+        statement = _fill(shape["statement"], thing, value)
+        out.append({"step": 1, "op": "write", "scope": "main",
+                    "messages": [{"role": "user", "content": f"For the record, note {k + 1}: {statement[0].lower()}{statement[1:]}"}],
+                    "gold": [{"subject": f"user's {thing}", "attribute": shape["attribute"], "value": value,
+                              "statement": statement}], "note": "a distractor"})
+    return out
 
 
 def generate(spec: dict) -> dict:
@@ -179,6 +202,6 @@ def generate(spec: dict) -> dict:
         cases.append(_case(spec, n, shapes[n % len(shapes)], axes, rng, values))
     return {"$schema": "../../schemas/cases.schema.json", "kind": "memmatrix.cases", "protocol": spec["protocol"],
             "version": str(spec["version"]), "description": " ".join(str(spec["description"]).split()),
-            "set": "breadth",
-            "generated_from": {"spec": f"cases/specs/{spec['protocol']}-{spec['version']}.yaml", "seed": spec["seed"]},
+            "set": spec.get("set", "breadth"),
+            "generated_from": {"spec": f"cases/specs/{spec['file']}", "seed": spec["seed"]},
             "clock": spec["clock"], "cases": cases}

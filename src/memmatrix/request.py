@@ -68,7 +68,8 @@ class RunRequest:
         if self.seed != 0:
             parts.append(f"seed={self.seed}")
         if not self.default_cases:
-            parts.append(f"cases={self.cases.version}-{self.cases.sha256[:8]}")
+            named = f"{self.cases.data['set']}-" if self.cases.data.get("set") else ""  # a generated set says which
+            parts.append(f"cases={named}{self.cases.version}-{self.cases.sha256[:8]}")
         if self.protocol.uses_judge and not self.judge:
             parts.append("no-judge")
         if self.repeat > 1:
