@@ -50,8 +50,8 @@ def row(run_dir: Path) -> dict[str, str]:
 
 def text_of(run_dir: Path, name: str = "transcript") -> str:
     """The canonical text of a run's transcript (``transcript`` or ``model-transcript``), stored compressed."""
-    from memmatrix.canon import read_text
-    return read_text(run_dir / f"{name}.jsonl.gz")
+    from memmatrix.canon import read_text, stored_transcript
+    return read_text(stored_transcript(run_dir, name))
 
 
 def exchanges(run_dir: Path) -> str:

@@ -8,6 +8,7 @@ import requests
 
 from conftest import ROOT
 from helpers import exchanges, run, system_source, text_of
+from memmatrix.canon import stored_transcript
 from memmatrix.errors import RuntimeFailure
 from memmatrix.model import Gateway, GatewaySettings
 
@@ -91,7 +92,7 @@ def test_proxy_run_then_replay_reproduces_it_byte_for_byte(config, tmp_path):
     assert result["stamp"]["model"]["mode"] == "proxy" and result["stamp"]["model"]["id"] == "memmatrix-oracle"
     assert "sk-never-written" not in text_of(proxied) + text_of(proxied, "model-transcript") + (proxied / "result.json").read_text()
 
-    replayed = go(GatewaySettings(mode="replay", replay=proxied / "model-transcript.jsonl.gz"), tmp_path / "replay")
+    replayed = go(GatewaySettings(mode="replay", replay=stored_transcript(proxied, "model-transcript")), tmp_path / "replay")
     assert exchanges(proxied) == exchanges(replayed)  # the run headers differ only in who answered the model
 
     def answered(run_dir):  # each call's record, without its provenance (upstream model vs recording)
@@ -118,7 +119,7 @@ def test_replay_names_the_first_differing_request(config, tmp_path):
     f.write_text(json.dumps(changed))
     out = execute(RunRequest(spec=resolve_system("reference", config), protocol=p, runtime="inprocess",
                              cases=load_cases(f, config, p), out=tmp_path / "b",
-                             gateway=GatewaySettings(mode="replay", replay=recorded / "model-transcript.jsonl.gz")), config)
+                             gateway=GatewaySettings(mode="replay", replay=stored_transcript(recorded, "model-transcript"))), config)
     result = json.loads((out / "result.json").read_text())
     miss = [x for x in result["findings"] if "not in the recording" in x]
     assert miss and "first differs from recorded request" in miss[0] and "It is blue" in miss[0]

@@ -13,7 +13,7 @@ import requests
 
 from conftest import ROOT
 from helpers import system_source
-from memmatrix.canon import read_text
+from memmatrix.canon import read_text, stored_transcript
 from memmatrix.cli import main
 from memmatrix.model import Gateway, GatewaySettings
 from memmatrix.model.dialectsource import DialectSource
@@ -94,7 +94,7 @@ def _checkout_state() -> str:
 
 
 def _model_records(run_dir):
-    return [json.loads(line) for line in read_text(run_dir / "model-transcript.jsonl.gz").splitlines()]
+    return [json.loads(line) for line in read_text(stored_transcript(run_dir, "model-transcript")).splitlines()]
 
 
 @pytest.mark.parametrize("with_oracle", [True, False], ids=["own-oracle", "control-without-it"])

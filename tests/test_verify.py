@@ -11,7 +11,7 @@ import json
 import pytest
 
 from helpers import run, text_of
-from memmatrix.canon import gzip_bytes, sha256_bytes
+from memmatrix.canon import compress_bytes, sha256_bytes, stored_transcript
 from memmatrix.protocols import get_protocol
 from memmatrix.scoring import score_transcript, summarize
 from memmatrix.stamp import fingerprint
@@ -38,7 +38,7 @@ def forge(d, edit_lines=None, edit_result=None, name="transcript"):
     if edit_lines:
         lines = edit_lines(lines)
     text = "".join(lines)
-    (d / f"{name}.jsonl.gz").write_bytes(gzip_bytes(text.encode()))
+    stored_transcript(d, name).write_bytes(compress_bytes(text.encode()))
     key = "transcript" if name == "transcript" else "model_transcript"
     r[key].update(sha256=sha256_bytes(text.encode()), records=len(lines))
     if edit_result:
@@ -62,15 +62,15 @@ def test_a_fresh_result_verifies(config, result_dir):
 
 def test_changing_one_byte_of_the_transcript_fails(config, result_dir):
     text = text_of(result_dir)
-    (result_dir / "transcript.jsonl.gz").write_bytes(gzip_bytes(text.replace("QX-4471-TRV", "ZX-4471-TRV", 1).encode()))
-    assert any("transcript.jsonl.gz: sha256 of its canonical lines" in p for p in problems(config, result_dir))
+    stored_transcript(result_dir, "transcript").write_bytes(compress_bytes(text.replace("QX-4471-TRV", "ZX-4471-TRV", 1).encode()))
+    assert any("transcript.jsonl.xz: sha256 of its canonical lines" in p for p in problems(config, result_dir))
 
 
 def test_a_consistent_forgery_of_the_evidence_is_caught(config, result_dir):
     """Edit what the audit answered (it quoted the deleted value) and fix the hash: the stored verdict disagrees."""
     text = "".join(ln.replace("QX-4471-TRV", "[digest]") if '"call":"audit"' in ln else ln
                    for ln in text_of(result_dir).splitlines(keepends=True))
-    (result_dir / "transcript.jsonl.gz").write_bytes(gzip_bytes(text.encode()))
+    stored_transcript(result_dir, "transcript").write_bytes(compress_bytes(text.encode()))
     r = load(result_dir)
     r["transcript"]["sha256"] = sha256_bytes(text.encode())
     save(result_dir, r)

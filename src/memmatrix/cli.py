@@ -149,6 +149,18 @@ def cmd_rescore(ns: argparse.Namespace, config: Config) -> int:
     return 1 if refused else 0
 
 
+def cmd_repack(ns: argparse.Namespace, config: Config) -> int:
+    from .repack import repack
+    from .verify import find_results, verify_result
+    bad = 0
+    for path in find_results([Path(p) for p in ns.paths]):
+        what = repack(path, config)
+        problems = verify_result(path, config)
+        bad += bool(problems)
+        print(f"{'FAIL' if problems else 'ok  '} {path}: {what}" + (f" ({problems[0]})" if problems else ""))
+    return 1 if bad else 0
+
+
 def cmd_private(ns: argparse.Namespace, config: Config) -> int:
     from .private import record
     from .verify import find_results
@@ -412,6 +424,10 @@ def parser() -> argparse.ArgumentParser:
                         "(refused where a verdict would change)")
     rs.add_argument("paths", nargs="+", help="result.json files or folders holding them")
     rs.set_defaults(func=cmd_rescore)
+
+    rp = sub.add_parser("repack", help="store results' transcripts as xz (every hash unchanged), then verify them")
+    rp.add_argument("paths", nargs="+", help="result.json files or folders holding them")
+    rp.set_defaults(func=cmd_repack)
 
     pv = sub.add_parser("private", help="record the scores of runs on a private case set (only its sha256 and the "
                         "scores are committed)")

@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from . import derive, judging
 from .artifacts import write_run
-from .canon import COMPRESSED_SUFFIX, canonical, gzip_bytes, sha256_bytes
+from .canon import COMPRESSED_SUFFIX, ENCODINGS, canonical, compress_bytes, sha256_bytes
 from .capabilities import Capabilities, check_capabilities
 from .costs import derive_costs, disk_bytes, disk_use, lag_distribution
 from .config import Config
@@ -253,12 +253,12 @@ def execute(req: RunRequest, config: Config) -> Path:
     }
     stamp["fingerprint"] = fingerprint(stamp)
     text = transcript.text()
-    files = {"transcript.jsonl" + COMPRESSED_SUFFIX: gzip_bytes(text.encode())}
+    files = {"transcript.jsonl" + COMPRESSED_SUFFIX: compress_bytes(text.encode())}
     result = {
         "kind": "memmatrix.result", "schema_version": 2, "stamp": stamp,
         "capabilities": next(r["result"] for r in transcript.records if r.get("call") == "capabilities"),
         "transcript": {"file": "transcript.jsonl" + COMPRESSED_SUFFIX, "sha256": sha256_bytes(text.encode()),
-                       "records": len(transcript.records), "encoding": "gzip"},
+                       "records": len(transcript.records), "encoding": ENCODINGS[COMPRESSED_SUFFIX]},
         "steps": [{"key": s.key, "name": s.name, "title": s.title} for s in req.protocol.steps],
         "cases": cases,
         "summary": summarize(req.protocol, cases),
@@ -275,10 +275,10 @@ def execute(req: RunRequest, config: Config) -> Path:
     if measures is not None:
         result["measures"] = measures
     if model_text:
-        files["model-transcript.jsonl" + COMPRESSED_SUFFIX] = gzip_bytes(model_text.encode())
+        files["model-transcript.jsonl" + COMPRESSED_SUFFIX] = compress_bytes(model_text.encode())
         result["model_transcript"] = {"file": "model-transcript.jsonl" + COMPRESSED_SUFFIX,
                                       "sha256": sha256_bytes(model_text.encode()),
-                                      "records": model_text.count("\n"), "encoding": "gzip"}
+                                      "records": model_text.count("\n"), "encoding": ENCODINGS[COMPRESSED_SUFFIX]}
     return write_run(target, result, files, config.schemas_dir,
                      guard=lambda existing: check_target(req, existing, setup_of(stamp), target))
 

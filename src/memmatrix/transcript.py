@@ -185,7 +185,7 @@ class Transcript:
 
 
 def read_lines(path: Path) -> list[dict]:
-    """Read a transcript back (plain or gzip), refusing anything that is not one JSON object per line."""
+    """Read a transcript back (plain, xz or gzip), refusing anything that is not one JSON object per line."""
     records = []
     try:
         text = read_text(path)
