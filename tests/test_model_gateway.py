@@ -165,3 +165,23 @@ def test_a_proxy_run_with_a_call_that_did_not_complete_writes_nothing(config, tm
                                out=tmp_path, gateway=flaky), config)
     assert len(seen) > 3  # the upstream was reached, and answered the other calls
     assert not list(tmp_path.rglob("result.json"))
+
+
+def test_the_flaky_provider_fails_a_quarter_of_distinct_requests_once_and_answers_them_asked_again():
+    from memmatrix.canon import sha256_json
+    from memmatrix.derive import model_findings
+    from memmatrix.model.upstream import normalize_request
+    bodies = [{**EXTRACT, "messages": [*EXTRACT["messages"], {"role": "user", "content": f"note {n}"}]}
+              for n in range(40)]
+    chosen = [b for b in bodies if sha256_json(normalize_request(b))[0] in "0123"]
+    assert 3 <= len(chosen) <= 20  # a quarter, give or take, of forty distinct requests
+    with Gateway(GatewaySettings(ablation="flaky"), [CASES], system_source("mem0")) as g:
+        first = [requests.post(f"{g.url}/chat/completions", json=b).status_code for b in bodies]
+        again = [requests.post(f"{g.url}/chat/completions", json=b).status_code for b in bodies]
+        state = g.state()
+    assert [s == 500 for s in first] == [b in chosen for b in bodies]  # the same ones on every run
+    assert set(again) == {200}
+    records = [json.loads(line) for line in state["transcript"].splitlines()]
+    assert state["cost"]["total"]["errors"] == len(chosen)
+    assert any(f.startswith(f"{len(chosen)} model call(s) failed on purpose") for f in model_findings(records, state["cost"]))
+    assert state["identity"]["oracle_version"].endswith("+flaky")

@@ -146,7 +146,7 @@ def _drive(s: Session, cases: list[dict], req: RunRequest, checked: Capabilities
 
 def execute(req: RunRequest, config: Config) -> Path:
     """Run every case, score from the transcript, write the artifacts. Returns the run directory."""
-    jobs = max(1, min(req.jobs, len(req.cases.cases)))
+    jobs = max(1, min(req.jobs, len(req.cases.cases))) if req.runtime != "compose" else 1  # one gateway service
     if jobs > 1 and not req.parallel:
         print(f"memmatrix: {req.spec.name} does not declare instances that share nothing (system.yaml parallel: "
               "true); its cases run on one instance", file=sys.stderr, flush=True)

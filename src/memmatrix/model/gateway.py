@@ -40,6 +40,14 @@ def adapter_models(settings: GatewaySettings) -> dict:
     return {"chat_model": CHAT_MODEL, "embedding_model": EMBED_MODEL, "embedding_dims": dims}
 
 
+class InjectedFault(Exception):
+    """A provider failure the gateway makes on purpose (oracle-flaky)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # systems call concurrently (some gather 20 requests at once)
@@ -59,6 +67,7 @@ class Gateway:
         self.inflight = 0  # calls received and not yet answered: a run may not end on one (proxy, replay)
         self._inflight_lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self._failed: set[str] = set()  # oracle-flaky: the requests that have failed once
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "Gateway":
@@ -164,6 +173,9 @@ class Gateway:
             status, response, meta = fn(path, body)
         except BadRequest as exc:
             return 400, _error(str(exc), "invalid_request_error")
+        except InjectedFault as exc:
+            status, response = exc.status, _error(str(exc), "server_error")
+            meta = {"error": str(exc), "error_kind": "fault"}
         except (UpstreamError, ReplayMiss) as exc:
             status, response = getattr(exc, "status", 409), _error(str(exc), "upstream_error")
             key = "replay_misses" if isinstance(exc, ReplayMiss) else "errors"
@@ -181,6 +193,20 @@ class Gateway:
             return status, completion_events(response, include_usage(body))
         return status, response
 
+    def _maybe_fail(self, body: dict) -> None:
+        """The provider failing mid-write (oracle-flaky): the first asking of a chat request whose content hash
+        starts with 0-3 (a quarter of them, the same ones on every run) answers HTTP 500; asked again, it is
+        answered. What a system does with the failure (retry, fail the write, or drop what it was told) is
+        what the run measures."""
+        h = sha256_json(normalize_request(body))
+        if h[0] not in "0123":
+            return
+        with self._inflight_lock:
+            first = h not in self._failed
+            self._failed.add(h)
+        if first:
+            raise InjectedFault(500, f"injected provider failure (oracle-flaky) on request {h[:12]}: ask again")
+
     def _chat(self, path: str, body: dict) -> tuple[int, dict, dict]:
         if path.endswith("/completions") and not (isinstance(body.get("messages"), list) and body["messages"]):
             raise BadRequest("'messages' must be a non-empty list")
@@ -195,6 +221,8 @@ class Gateway:
             return 200, response, {"usage": {"in": usage.get("prompt_tokens", usage.get("input_tokens", 0)),
                                              "out": usage.get("completion_tokens", usage.get("output_tokens", 0))},
                                    **self._provenance(self.settings.upstream_model)}
+        if self.settings.ablation == "flaky":
+            self._maybe_fail(body)
         reply: Reply = self.oracle.chat(body)
         rid = sha256_json(normalize_request(body))[:12]  # from the content as recorded: never from today's date
         response = response_object(body, reply, rid) if path.endswith("/responses") else chat_completion(body, reply, rid)
