@@ -17,6 +17,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from .overhead import nearest_rank
+
 WRITE_PATH = ("write", "update", "forget", "import_history", "run_background_jobs", "share")
 READ_PATH = ("door", "recall")
 _WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)  # the oracle's token estimate (model/dialects/common.py)
@@ -26,7 +28,7 @@ def _spread(values: list[int]) -> dict:
     if not values:
         return {"p50": None, "p95": None, "max": None, "mean": None}
     v = sorted(values)
-    return {"p50": v[len(v) // 2], "p95": v[min(len(v) - 1, int(len(v) * 0.95))], "max": v[-1],
+    return {"p50": nearest_rank(v, 0.5), "p95": nearest_rank(v, 0.95), "max": v[-1],
             "mean": round(sum(v) / len(v), 1)}
 
 
@@ -94,7 +96,7 @@ def lag_distribution(lags: list[dict]) -> dict:
     """Write-to-recall lag over every lag op: how long after a write returned its value first reached the door."""
     seen = sorted(x["ms"] for x in lags if x["seen"])
     def pct(q: float) -> float | None:
-        return seen[min(len(seen) - 1, int(q * len(seen)))] if seen else None
+        return nearest_rank(seen, q) if seen else None
     return {"writes": len(lags), "never": sum(not x["seen"] for x in lags), "p50": pct(0.5), "p95": pct(0.95),
             "max": seen[-1] if seen else None, "samples": [{k: x[k] for k in ("case", "target", "ms", "seen")}
                                                            for x in lags]}

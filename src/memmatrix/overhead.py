@@ -63,9 +63,12 @@ class Ledger:
                 "per_exchange_ms": round(loop_ms / n, 4) if n else None}
 
 
+def nearest_rank(ordered: list, q: float):
+    """The q-quantile of an already sorted list by nearest rank (the one rule every percentile here uses)."""
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
 def percentiles(values: list[float]) -> dict:
     """p50, p95 and p99 (nearest rank) of a list of milliseconds."""
     v = sorted(values)
-    def at(q: float) -> float:
-        return round(v[min(len(v) - 1, int(len(v) * q))], 3)
-    return {"p50_ms": at(0.5), "p95_ms": at(0.95), "p99_ms": at(0.99)} if v else {}
+    return {f"p{int(q * 100)}_ms": round(nearest_rank(v, q), 3) for q in (0.5, 0.95, 0.99)} if v else {}
