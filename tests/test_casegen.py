@@ -107,3 +107,86 @@ def test_a_scale_set_writes_its_distractors_before_the_canary_and_clear_of_every
         text = " ".join(m["content"] for op in ops[:crowd] for m in op["messages"])
         from memmatrix.tokens import contains
         assert not any(contains(text, t["token"]) for t in case["targets"].values())
+
+
+CONTRA = ROOT / "cases/specs/contradiction-2.0.0.yaml"
+
+
+@pytest.fixture(scope="module")
+def contra():
+    return generate(load_spec(CONTRA))
+
+
+@pytest.mark.parametrize("spec", ["contradiction-2.0.0.yaml", "contradiction-density20-2.0.0.yaml"])
+def test_the_committed_contradiction_sets_are_what_their_specs_generate(spec, capsys):
+    assert main(["cases", "generate", str(ROOT / "cases/specs" / spec), "--check"]) == 0
+
+
+def test_the_contradiction_set_covers_every_shape_and_gaps_from_minutes_to_years(config, contra):
+    cases = contra["cases"]
+    assert len(cases) >= 100
+    assert {c["shape"] for c in cases} == {"replacement", "polarity", "retraction", "partial", "bounded"}
+    gaps = {c["axes"]["gap"] for c in cases}
+    assert "PT5M" in gaps and "P1095D" in gaps
+    for shape in ("replacement", "bounded"):
+        assert {c["axes"]["gap"] for c in cases if c["shape"] == shape} == gaps
+    load_cases(ROOT / "cases/contradiction/breadth-2.0.0.json", config, get_protocol("contradiction"))
+    assert default_case_file(config, "contradiction").name == "1.3.0.json"
+
+
+def test_a_bounded_case_ends_its_validity_between_the_control_and_the_next_look(contra):
+    from memmatrix.clock import parse_duration, parse_time
+    for case in (c for c in contra["cases"] if c["shape"] == "bounded"):
+        end = parse_time(case["ops"][0]["gold"][0]["valid_to"])
+        start = parse_time(contra["clock"]["start"])
+        assert start + parse_duration("PT3M") < end < start + parse_duration(case["axes"]["gap"]), case["id"]
+
+
+def test_a_generated_contradiction_case_with_a_guessable_sibling_is_rejected(config, contra, tmp_path):
+    data = copy.deepcopy(contra)
+    case = data["cases"][0]
+    old = case["targets"]["sibling"]["token"]
+    case["targets"]["sibling"]["token"] = "4471"
+    for op in case["ops"]:
+        for m in op.get("messages", []):
+            m["content"] = m["content"].replace(old, "4471")
+        for f in op.get("gold", []):
+            f["value"], f["statement"] = f["value"].replace(old, "4471"), f["statement"].replace(old, "4471")
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CaseFileError, match="fewer than 5 digits"):
+        load_cases(path, config, get_protocol("contradiction"))
+    del data["set"]  # a hand-written file keeps only the structural rules (1.3.0 has a four-digit rating)
+    path.write_text(json.dumps(data))
+    load_cases(path, config, get_protocol("contradiction"))
+
+
+def test_two_cases_with_the_same_forget_request_are_rejected(contra):
+    data = copy.deepcopy({"cases": contra["cases"][:2]})
+    undo = [op for op in data["cases"][1]["ops"] if op["op"] == "forget"][0]
+    undo["text"] = [op for op in data["cases"][0]["ops"] if op["op"] == "forget"][0]["text"]
+    assert any("same text in each" in p for p in file_problems(data))
+    assert file_problems({"cases": contra["cases"]}) == []
+
+
+def test_the_contradiction_set_runs_on_the_reference_and_it_passes_everything_it_can(config, tmp_path, contra):
+    from helpers import run, verdicts
+    subset = {**contra, "cases": contra["cases"][:10]}
+    path = tmp_path / "subset.json"
+    path.write_text(json.dumps(subset))
+    out = run(config, "reference", tmp_path / "out", protocol="contradiction", cases=path)
+    got = {(case, step): v for case, row in verdicts(out).items() for step, v in row.items()}
+    assert {v for (case, step), v in got.items() if not case.startswith("bounded")} == {"PASS"}
+    assert {v for (case, step), v in got.items() if case.startswith("bounded") and step != "U"} == {"PASS"}
+
+
+def test_a_density_stream_writes_one_correction_in_five(config):
+    data = generate(load_spec(ROOT / "cases/specs/contradiction-density20-2.0.0.yaml"))
+    for case in data["cases"]:
+        writes = [op for op in case["ops"] if op["op"] == "write"]
+        fixes = [op for op in writes if any(f.get("intent") in ("supersede", "retract") for f in op["gold"])]
+        displaced = len(fixes) + (case["shape"] == "bounded")
+        assert 0.18 <= displaced / len(writes) <= 0.25, (case["id"], displaced, len(writes))
+        subjects = [f["subject"] for op in writes if op.get("note", "").startswith("the stream: another")
+                    for f in op["gold"]]
+        assert len(subjects) == len(set(subjects)) == 16  # no stream fact contradicts another

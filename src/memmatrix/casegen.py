@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from pathlib import Path
 
 import yaml
@@ -32,8 +33,9 @@ def load_spec(path: Path) -> dict:
     if "base" in spec:  # a variant of another spec: its keys over the base's
         spec = {**load_spec(Path(path).parent / spec["base"]), **{k: v for k, v in spec.items() if k != "base"}}
     spec["file"] = Path(path).name  # named in the generated file (cases/specs/<file>)
-    if spec.get("protocol") != "deletion":
-        raise CaseFileError(f"{path}: the generator makes deletion cases; protocol {spec.get('protocol')!r} has none yet")
+    if spec.get("protocol") not in ("deletion", "contradiction"):
+        raise CaseFileError(f"{path}: the generator makes deletion and contradiction cases, not {spec.get('protocol')!r}; "
+                            "set protocol: to one of them")
     return spec
 
 
@@ -62,6 +64,8 @@ class _Values:
     def make(self, shape: str, claim: bool = True) -> str:
         r, p = self.rng, self.pools.get(shape, {})
         fresh = lambda make: self._fresh(make, claim)  # noqa: E731
+        if "format" in p:  # {key}: a choice from the pool's list of that name; {d<n>}: n digits
+            return fresh(lambda: _PLACEHOLDER.sub(lambda m: _part(p, m.group(1), r), p["format"]))
         if shape == "identifier":
             letters = p["letters"]
             return fresh(lambda: f"{''.join(r.choices(letters, k=2))}-{r.randint(1000, 9999)}-"
@@ -75,6 +79,18 @@ class _Values:
         if shape == "phrase":
             return fresh(lambda: " ".join(r.choice(p[k]) for k in ("adjectives", "nouns", "verbs", "adverbs")))
         raise CaseFileError(f"the spec has no value pool for shape {shape!r}")
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def _part(pool: dict, key: str, r: random.Random) -> str:
+    if re.fullmatch(r"d\d+", key):
+        n = int(key[1:])
+        return str(r.randint(10 ** (n - 1), 10 ** n - 1))
+    if key not in pool:
+        raise CaseFileError(f"a value pool's format names {{{key}}}, which the pool has no list for; add {key}: [...]")
+    return r.choice(pool[key])
 
 
 def _fill(template: str, thing: str, value: str = "", team: bool = False) -> str:
@@ -194,12 +210,16 @@ def generate(spec: dict) -> dict:
     """The case file ``spec`` describes (deterministic: the spec's seed fixes every choice)."""
     rng = random.Random(spec["seed"])
     values = _Values(spec, rng)
-    shapes = list(spec["shapes"])
-    names, choices = list(spec["axes"]), list(itertools.product(*spec["axes"].values()))
-    cases = []
-    for n in range(spec["count"]):
-        axes = dict(zip(names, choices[(n // len(shapes)) % len(choices)]))
-        cases.append(_case(spec, n, shapes[n % len(shapes)], axes, rng, values))
+    if spec["protocol"] == "contradiction":
+        from .casegen_contradiction import cases as contradiction_cases
+        cases = contradiction_cases(spec, rng, values)
+    else:
+        shapes = list(spec["shapes"])
+        names, choices = list(spec["axes"]), list(itertools.product(*spec["axes"].values()))
+        cases = []
+        for n in range(spec["count"]):
+            axes = dict(zip(names, choices[(n // len(shapes)) % len(choices)]))
+            cases.append(_case(spec, n, shapes[n % len(shapes)], axes, rng, values))
     return {"$schema": "../../schemas/cases.schema.json", "kind": "memmatrix.cases", "protocol": spec["protocol"],
             "version": str(spec["version"]), "description": " ".join(str(spec["description"]).split()),
             "set": spec.get("set", "breadth"),

@@ -4,7 +4,8 @@
 rejected when a target's answer is not backed by the case, when a model could guess its value without reading
 it, when two targets share a token (a twin may not share its canary's), or when a question contains its own
 answer. ``file_problems`` holds for every case file: the oracle finds the write a model call is about by its
-user messages, so no write may repeat, or be contained in, another case's write.
+user messages, so no write may repeat, or be contained in, another case's write, and no forget, share or
+update request may be word for word another case's.
 """
 
 from __future__ import annotations
@@ -39,11 +40,12 @@ def _guessable(token: str) -> str | None:
     return None
 
 
-def case_problems(case: dict) -> list[str]:
-    """Per-case rules: backed answers, unguessable values, no shared tokens, no answer inside a question."""
+def case_problems(case: dict, words: tuple[str, ...] = ()) -> list[str]:
+    """Per-case rules: backed answers, unguessable values, no shared tokens, no answer inside a question.
+    ``words`` names targets that are a word to look for (a polarity's "quit"), not a value to remember."""
     out: list[str] = []
     cid = case["id"]
-    targets = case.get("targets", {})
+    targets = {k: v for k, v in case.get("targets", {}).items() if k not in words}
     writes = [op for op in case.get("ops", []) if op["op"] in ("write", "import")]
     gold = [f for op in writes for f in op.get("gold", [])]
     for name, t in targets.items():
@@ -95,4 +97,13 @@ def file_problems(data: dict) -> list[str]:
         if others:
             out.append(f"case {cid!r}: a write's user messages all occur in a write of case(s) {others}; the oracle "
                        "finds a write by its user messages, so it could not tell them apart: make each write unique")
+    texts: dict[str, set[str]] = {}
+    for case in data.get("cases", []):
+        for op in case.get("ops", []):
+            if op["op"] in ("forget", "share", "update") and op.get("text"):
+                texts.setdefault(norm(op["text"]), set()).add(case["id"])
+    for text, ids in texts.items():
+        if len(ids) > 1:
+            out.append(f"cases {sorted(ids)}: the {text!r} request is the same text in each; the oracle reads a "
+                       "request by its text, so it could not tell them apart: name the case's own value in it")
     return out

@@ -139,6 +139,10 @@ class EvalProtocol:
     def validate_case(self, case: dict) -> list[str]:
         raise NotImplementedError
 
+    def generated_problems(self, case: dict) -> list[str]:
+        """The stricter rules a generated case set (``"set"``) must also follow (``caserules.case_problems``)."""
+        return []
+
     def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:
         raise NotImplementedError
 

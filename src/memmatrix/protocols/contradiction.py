@@ -62,6 +62,10 @@ class ContradictionProtocol(EvalProtocol):
         from .contradiction_rules import validate_contradiction_case
         return validate_contradiction_case(case)
 
+    def generated_problems(self, case: dict) -> list[str]:
+        from ..caserules import case_problems
+        return case_problems(case, words=("current",) if case["shape"] == "polarity" else ())  # "quit" is a word
+
     def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:
         return _Scorer(header, records, capabilities).cells()
 

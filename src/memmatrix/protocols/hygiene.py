@@ -34,7 +34,8 @@ def stale_mentions(answer: dict, stale: dict, current: dict | None, at: str) -> 
     is left for the judge: text outside every item, or an item that carries no qualifier field at all (a
     summary, an episode) even in a system that qualifies its facts."""
     holding = items_holding(answer, stale)
-    stale_items = [it for it in holding if not (current and holds(it, current))]
+    # an item holding the current value, or one the system labels a retraction, asserts no stale value
+    stale_items = [it for it in holding if not (current and holds(it, current)) and it.get("kind") != "retraction"]
     fielded = [it for it in stale_items if any(k in it for k in QUALIFIER_FIELDS)]
     bare = [it for it in fielded if not qualified(it, at)]
     unknown = (holds(answer.get("text", ""), stale) and not holding) or len(fielded) < len(stale_items)
