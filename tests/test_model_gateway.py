@@ -185,3 +185,32 @@ def test_the_flaky_provider_fails_a_quarter_of_distinct_requests_once_and_answer
     assert state["cost"]["total"]["errors"] == len(chosen)
     assert any(f.startswith(f"{len(chosen)} model call(s) failed on purpose") for f in model_findings(records, state["cost"]))
     assert state["identity"]["oracle_version"].endswith("+flaky")
+
+
+def test_the_stalling_provider_holds_the_same_quarter_then_gives_up_and_answers_them_asked_again(monkeypatch):
+    import time
+    from memmatrix.canon import sha256_json
+    from memmatrix.derive import model_findings
+    from memmatrix.model import gateway as gw
+    from memmatrix.model.upstream import normalize_request
+    monkeypatch.setattr(gw, "STALL_S", 0.3)
+    bodies = [{**EXTRACT, "messages": [*EXTRACT["messages"], {"role": "user", "content": f"note {n}"}]}
+              for n in range(12)]
+    chosen = [b for b in bodies if sha256_json(normalize_request(b))[0] in "0123"]
+    assert chosen and len(chosen) < len(bodies)
+    with Gateway(GatewaySettings(ablation="stall"), [CASES], system_source("mem0")) as g:
+        timed = []
+        for b in bodies:
+            t0 = time.perf_counter()
+            status = requests.post(f"{g.url}/chat/completions", json=b).status_code
+            timed.append((status, time.perf_counter() - t0))
+        again = [requests.post(f"{g.url}/chat/completions", json=b).status_code for b in bodies]
+        state = g.state()
+    assert [s == 504 for s, _ in timed] == [b in chosen for b in bodies]
+    assert all(t >= 0.3 for s, t in timed if s == 504)
+    assert set(again) == {200}
+    records = [json.loads(line) for line in state["transcript"].splitlines()]
+    found = model_findings(records, state["cost"])
+    assert any(f.startswith(f"{len(chosen)} model call(s) stalled on purpose") for f in found), found
+    assert not any("failed on purpose" in f for f in found)
+    assert state["identity"]["oracle_version"].endswith("+stall")

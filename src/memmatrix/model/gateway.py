@@ -27,7 +27,7 @@ from .oracle import Oracle
 from .record import ModelRecorder
 from .serving import (TOKEN_RENDERING, BadRequest, EventStream, completion_events, embedding_inputs, include_usage,
                       models_answer, unstreamed)
-from .settings import GatewaySettings
+from .settings import STALL_S, GatewaySettings
 from .upstream import Replay, ReplayMiss, UpstreamError, forward, normalize_request
 
 CHAT_MODEL = "memmatrix-oracle"
@@ -194,18 +194,24 @@ class Gateway:
         return status, response
 
     def _maybe_fail(self, body: dict) -> None:
-        """The provider failing mid-write (oracle-flaky): the first asking of a chat request whose content hash
-        starts with 0-3 (a quarter of them, the same ones on every run) answers HTTP 500; asked again, it is
-        answered. What a system does with the failure (retry, fail the write, or drop what it was told) is
-        what the run measures."""
+        """The provider failing mid-write: the first asking of a chat request whose content hash starts with 0-3
+        (a quarter of them, the same ones on every run) answers HTTP 500 (oracle-flaky), or stalls ``STALL_S``
+        seconds and then answers HTTP 504 as a proxy that gave up waiting does (oracle-stall); asked again, it
+        is answered. What a system does with the failure (retry, time out, fail the write, or drop what it was
+        told) is what the run measures."""
         h = sha256_json(normalize_request(body))
         if h[0] not in "0123":
             return
         with self._inflight_lock:
             first = h not in self._failed
             self._failed.add(h)
-        if first:
-            raise InjectedFault(500, f"injected provider failure (oracle-flaky) on request {h[:12]}: ask again")
+        if not first:
+            return
+        if self.settings.ablation == "stall":
+            time.sleep(STALL_S)
+            raise InjectedFault(504, f"injected provider stall (oracle-stall) on request {h[:12]}: no answer in "
+                                     f"{STALL_S:g} s; ask again")
+        raise InjectedFault(500, f"injected provider failure (oracle-flaky) on request {h[:12]}: ask again")
 
     def _chat(self, path: str, body: dict) -> tuple[int, dict, dict]:
         if path.endswith("/completions") and not (isinstance(body.get("messages"), list) and body["messages"]):
@@ -221,7 +227,7 @@ class Gateway:
             return 200, response, {"usage": {"in": usage.get("prompt_tokens", usage.get("input_tokens", 0)),
                                              "out": usage.get("completion_tokens", usage.get("output_tokens", 0))},
                                    **self._provenance(self.settings.upstream_model)}
-        if self.settings.ablation == "flaky":
+        if self.settings.ablation in ("flaky", "stall"):
             self._maybe_fail(body)
         reply: Reply = self.oracle.chat(body)
         rid = sha256_json(normalize_request(body))[:12]  # from the content as recorded: never from today's date

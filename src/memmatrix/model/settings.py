@@ -23,9 +23,12 @@ VARIABLES = {
     "MEMMATRIX_MODEL_EMBEDDER": "oracle: hash (default) or minilm (needs the minilm extra)",
     "MEMMATRIX_MODEL_EMBED_DIMS": "oracle: dimensions of the hash embedder when a request names none (default 1536)",
     "MEMMATRIX_MODEL_ORACLE_ABLATION": "oracle: answer imperfectly on purpose; 'undated' gives facts no validity dates; "
-                                       "'flaky' fails the first asking of a quarter of distinct chat requests (HTTP 500)",
+                                       "'flaky' fails the first asking of a quarter of distinct chat requests (HTTP 500); "
+                                       "'stall' holds those askings 10 s without an answer, then gives up (HTTP 504)",
 }
-ABLATIONS = ("", "undated", "flaky")
+ABLATIONS = ("", "undated", "flaky", "stall")
+#: oracle-stall: how long the first asking of a stalled request waits before the gateway gives up on it
+STALL_S = 10.0
 
 
 @dataclass(frozen=True)
