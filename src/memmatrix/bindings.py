@@ -55,7 +55,7 @@ def header_problems(file: str, records: list[dict], stamp: dict) -> list[str]:
 
 
 def step_problems(steps: list[dict], protocol: EvalProtocol) -> list[str]:
-    want = [{"key": s.key, "name": s.name, "title": s.title} for s in protocol.steps]
+    want = protocol.step_table()
     if steps == want:
         return []
     if [s.get("key") for s in steps] != [s["key"] for s in want]:

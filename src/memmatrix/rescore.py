@@ -69,6 +69,7 @@ def rescore(path: Path, config: Config) -> str:
         raise RescoreRefused(f"{path}: the {protocol.name} {protocol.version} scorer would change {len(moved)} cell(s) "
                              f"({'; '.join(moved[:3])}); re-run it with `memmatrix run` instead")
     result["cases"] = cases
+    result["steps"] = protocol.step_table()  # a column added to the protocol (no cell of it in these cases)
     result["costs"] = derive_costs(records, result["cost"])
     result["summary"] = summarize(protocol, cases)
     result.pop("measures", None)

@@ -259,7 +259,7 @@ def execute(req: RunRequest, config: Config) -> Path:
         "capabilities": next(r["result"] for r in transcript.records if r.get("call") == "capabilities"),
         "transcript": {"file": "transcript.jsonl" + COMPRESSED_SUFFIX, "sha256": sha256_bytes(text.encode()),
                        "records": len(transcript.records), "encoding": ENCODINGS[COMPRESSED_SUFFIX]},
-        "steps": [{"key": s.key, "name": s.name, "title": s.title} for s in req.protocol.steps],
+        "steps": req.protocol.step_table(),
         "cases": cases,
         "summary": summarize(req.protocol, cases),
         "findings": findings,

@@ -139,6 +139,10 @@ class EvalProtocol:
     def validate_case(self, case: dict) -> list[str]:
         raise NotImplementedError
 
+    def step_table(self) -> list[dict]:
+        """The steps as every result lists them."""
+        return [{"key": s.key, "name": s.name, "title": s.title} for s in self.steps]
+
     def generated_problems(self, case: dict) -> list[str]:
         """The stricter rules a generated case set (``"set"``) must also follow (``caserules.case_problems``)."""
         return []
