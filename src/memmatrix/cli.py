@@ -344,6 +344,17 @@ def cmd_check_cases(ns: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_plots(ns: argparse.Namespace, config: Config) -> int:
+    """Draw every plot the results have data for; each file is named on its own line."""
+    from .plots import write_plots
+    written = write_plots([Path(p) for p in ns.paths], Path(ns.out))
+    for path in written:
+        print(f"wrote {path}")
+    if not written:
+        print("memmatrix plots: no result under the given paths has what any plot draws", file=sys.stderr)
+    return 0
+
+
 def cmd_cases_generate(ns: argparse.Namespace, config: Config) -> int:
     """Generate a case file from its spec; with --check, only say whether the committed file is what it makes."""
     import json
@@ -428,6 +439,12 @@ def parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("repack", help="store results' transcripts as xz (every hash unchanged), then verify them")
     rp.add_argument("paths", nargs="+", help="result.json files or folders holding them")
     rp.set_defaults(func=cmd_repack)
+
+    pl = sub.add_parser("plots", help="draw the cost plots (lag CDF, store growth, accuracy against door size) as SVG "
+                        "from results (needs the plots extra)")
+    pl.add_argument("paths", nargs="*", default=["results"], help="folders of results (default: results)")
+    pl.add_argument("--out", default="docs/plots", help="folder for the SVG files (default: docs/plots)")
+    pl.set_defaults(func=cmd_plots)
 
     pv = sub.add_parser("private", help="record the scores of runs on a private case set (only its sha256 and the "
                         "scores are committed)")
