@@ -1,0 +1,257 @@
+"""The CLI's commands beyond ``run`` and ``verify``: results (rescore, repack, private, report, diff, plots),
+releases (sweep, bisect, timeline), claims, the action's plan and merge, systems, the model gateway, and case
+files (check-cases, cases generate). ``cli.py`` builds the parser and dispatches to them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .config import Config
+from .errors import MemmatrixError
+
+
+def cmd_rescore(ns: argparse.Namespace, config: Config) -> int:
+    from .rescore import RescoreRefused, rescore
+    from .verify import find_results
+    refused = 0
+    for path in find_results([Path(p) for p in ns.paths]):
+        try:
+            print(f"ok   {path}: {rescore(path, config)}")
+        except RescoreRefused as exc:
+            refused += 1
+            print(f"FAIL {exc}")
+    return 1 if refused else 0
+
+
+def cmd_repack(ns: argparse.Namespace, config: Config) -> int:
+    from .repack import repack
+    from .verify import find_results, verify_result
+    bad = 0
+    for path in find_results([Path(p) for p in ns.paths]):
+        what = repack(path, config)
+        problems = verify_result(path, config)
+        bad += bool(problems)
+        print(f"{'FAIL' if problems else 'ok  '} {path}: {what}" + (f" ({problems[0]})" if problems else ""))
+    return 1 if bad else 0
+
+
+def cmd_private(ns: argparse.Namespace, config: Config) -> int:
+    from .private import record
+    from .verify import find_results
+    for f in record(find_results([Path(p) for p in ns.paths]), config, Path(ns.into) if ns.into else None):
+        print(f"memmatrix: recorded in {f}")
+    return 0
+
+
+def cmd_report(ns: argparse.Namespace, config: Config) -> int:
+    from .report import render
+    text = render([Path(p) for p in ns.paths], config=config)
+    if ns.output:
+        with open(ns.output, "a" if ns.append else "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
+    import json
+    from .diff import diff
+    report = diff([Path(ns.old)], [Path(ns.new)], config, across_versions=ns.across_versions)
+    sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n" if ns.json else report.render())
+    if not report.compared:
+        print("memmatrix diff: nothing was comparable (see 'not compared'); exit 3 so a gate cannot pass on it",
+              file=sys.stderr)
+    return report.exit_code
+
+
+def _batch(ns: argparse.Namespace, config: Config):
+    from .batch import Batch
+    return Batch.from_args(config, protocol=ns.protocol, cases=None, runtime=ns.runtime, out=ns.out, seed=ns.seed,
+                           no_judge=ns.no_judge, option=ns.option, replace=False)
+
+
+def cmd_sweep(ns: argparse.Namespace, config: Config) -> int:
+    from .history import Measurer, bisect, history_file, save_history, start_history, sweep
+    from .releases import select
+    from .stamp import now_utc
+    batch = _batch(ns, config)
+    history, ranges = start_history(ns.system, config, batch.out)
+    versions = select(ns.versions, [r["version"] for r in history["releases"]], ranges)
+    print(f"memmatrix: sweeping {ns.system} over {len(versions)} release(s): {', '.join(versions)}", file=sys.stderr)
+    save_history(history_file(batch.out, ns.system), history, config)  # the list as read, even if interrupted
+    measurer = Measurer(ns.system, batch, config)
+    failures = sweep(measurer, versions, again=ns.again)
+    history["sweeps"].append({"at": now_utc(), "spec": ns.versions, "versions": versions,
+                              "protocols": [p.name for p in batch.protocols], "runtime": batch.runtime,
+                              "options": batch.options, "failures": failures})
+    if ns.bisect:
+        history["bisections"] += bisect(measurer, history, ranges)
+    save_history(history_file(batch.out, ns.system), history, config)
+    print(f"memmatrix: {measurer.runs} run(s); history in {history_file(batch.out, ns.system)}", file=sys.stderr)
+    for f in failures:
+        print(f"memmatrix: {ns.system} {f['version']} · {f['protocol']}: no result: {f['error']}", file=sys.stderr)
+    return 2 if failures else 0
+
+
+def cmd_bisect(ns: argparse.Namespace, config: Config) -> int:
+    from .history import Measurer, bisect, history_file, load_history, save_history
+    from .releases import Ranges
+    from .systems import load_system_yaml, resolve_system
+    batch = _batch(ns, config)
+    spec = resolve_system(ns.system, config)
+    history = load_history(history_file(batch.out, ns.system), config)
+    if history is None:
+        raise MemmatrixError(f"{history_file(batch.out, ns.system)} does not exist: bisect works between the releases "
+                             f"a sweep measured; run `memmatrix sweep --system {ns.system} --versions SPEC` first")
+    measurer = Measurer(ns.system, batch, config)
+    entries = bisect(measurer, history, Ranges.of(load_system_yaml(spec.folder, config)))
+    history["bisections"] += entries
+    save_history(history_file(batch.out, ns.system), history, config)
+    failed = [r for e in entries for r in e["runs"] if r.get("error")]
+    print(f"memmatrix: bisect ran {measurer.runs} release(s)" + (f", {len(failed)} could not run" if failed else ""),
+          file=sys.stderr)
+    return 0
+
+
+def cmd_timeline(ns: argparse.Namespace, config: Config) -> int:
+    from .timeline import render
+    base = Path(ns.output).parent if ns.output else Path.cwd()
+    text = render(Path(ns.out), config, ns.system, base=base)
+    if ns.output:
+        Path(ns.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_claims(ns: argparse.Namespace, config: Config) -> int:
+    import json
+    import os
+    from .claims import changes, evaluate, load_claims, load_json, markdown, measured
+    from .verify import find_results
+    from .errors import ConfigError
+    if ns.fail_on_change and not ns.baseline:
+        raise ConfigError("--fail-on-change compares with an earlier status: pass --baseline FILE (a --json output)")
+    folder = Path(ns.claims) if ns.claims else config.home / "claims"
+    claims = load_claims(folder, config)  # everything a user must fix is found first
+    before = load_json(Path(ns.baseline)) if ns.baseline else None
+    rows = evaluate(claims, measured(find_results([Path(p) for p in ns.paths]), config), config.home)
+    base = Path(ns.output).parent if ns.output else Path.cwd()
+    text = markdown(rows, os.path.relpath(config.home, base).replace(os.sep, "/") + "/")
+    moved = changes(before, rows) if before is not None else []
+    if before is not None:
+        text += "\n" + ("### Status changes since the baseline\n\n" + "".join(f"- {c}\n" for c in moved)
+                        if moved else "No claim changed status since the baseline.\n")
+    if ns.json:
+        payload = json.dumps({"kind": "memmatrix.claims", "claims": rows}, indent=2, ensure_ascii=False) + "\n"
+        sys.stdout.write(payload) if ns.json == "-" else Path(ns.json).write_text(payload, encoding="utf-8")
+    if ns.output:
+        Path(ns.output).write_text(text, encoding="utf-8")
+    elif ns.json != "-":
+        sys.stdout.write(text)
+    return 1 if moved and ns.fail_on_change else 0
+
+
+def cmd_plan(ns: argparse.Namespace, config: Config) -> int:
+    import json
+    from .matrix import plan
+    entries = plan(config, ns.system, ns.protocol, ns.runtime, every_version=ns.every_version)
+    print(json.dumps({"include": entries}, separators=(",", ":")))
+    return 0
+
+
+def cmd_merge(ns: argparse.Namespace, config: Config) -> int:
+    from .matrix import merge
+    merged = merge(Path(ns.dest), [Path(p) for p in ns.sources], config)
+    print(f"memmatrix merge: {len(merged)} run(s) verified and merged into {ns.dest}", file=sys.stderr)
+    for run in merged:
+        print(run)
+    return 0
+
+
+def cmd_action(ns: argparse.Namespace, config: Config) -> int:
+    from .action import STEPS
+    return STEPS[ns.step](config)
+
+
+def cmd_systems(ns: argparse.Namespace, config: Config) -> int:
+    from .systems import known_systems, load_system_yaml, system_folder
+    for name in known_systems(config):
+        meta = load_system_yaml(system_folder(config, name), config)
+        versions = ", ".join(v + (" (default)" if v == meta["default_version"] else "") for v in meta["versions"])
+        block = meta.get("releases")
+        swept = ""
+        if block:  # any release the adapter can drive, by sweep or name@version
+            refused = [r["versions"] for r in block.get("ranges", []) if r.get("drivable") is False]
+            swept = "; any release" + (f" but {', '.join(refused)}" if refused else "")
+        print(f"{name:12} {meta['title']} — versions: {versions}{swept}; runtimes: {', '.join(meta['runtimes'])}")
+    return 0
+
+
+def cmd_model(ns: argparse.Namespace, config: Config) -> int:
+    import json
+    import time
+    from .model import Gateway, GatewaySettings
+    settings = GatewaySettings.from_env()
+    case_files = [json.loads(Path(f).read_text(encoding="utf-8")) for f in ns.cases]
+    dialects = None
+    if ns.system:  # that system's oracle dialects, as a run of it gets them
+        from .systems import resolve_system
+        dialects = resolve_system(ns.system, config).oracle
+    with Gateway(settings, case_files, dialects, host=ns.host, port=ns.port) as gw:
+        print(f"memmatrix model gateway ({settings.mode}) listening on {gw.url}", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            return 0
+
+
+def cmd_check_cases(ns: argparse.Namespace, config: Config) -> int:
+    from .cases import load_cases
+    from .protocols import get_protocol
+    from .cases import read_case_json
+    name = ns.protocol or read_case_json(Path(ns.file)).get("protocol", "")
+    cf = load_cases(Path(ns.file), config, get_protocol(name))
+    print(f"ok {ns.file}: {cf.protocol} {cf.version}, {len(cf.cases)} case(s), sha256 {cf.sha256}")
+    return 0
+
+
+def cmd_plots(ns: argparse.Namespace, config: Config) -> int:
+    """Draw every plot the results have data for; each file is named on its own line."""
+    from .plots import write_plots
+    written = write_plots([Path(p) for p in ns.paths], Path(ns.out))
+    for path in written:
+        print(f"wrote {path}")
+    if not written:
+        print("memmatrix plots: no result under the given paths has what any plot draws", file=sys.stderr)
+    return 0
+
+
+def cmd_cases_generate(ns: argparse.Namespace, config: Config) -> int:
+    """Generate a case file from its spec; with --check, only say whether the committed file is what it makes."""
+    import json
+    from .casegen import generate, load_spec, output_path
+    from .cases import load_cases
+    from .protocols import get_protocol
+    spec = load_spec(Path(ns.spec))
+    text = json.dumps(generate(spec), indent=1, ensure_ascii=False) + "\n"
+    out = Path(ns.out) if ns.out else config.home / output_path(spec)
+    if ns.check:
+        same = out.is_file() and out.read_text(encoding="utf-8") == text
+        print(f"{'ok' if same else 'DIFFERS'} {out}: {'what' if same else 'not what'} {ns.spec} generates")
+        return 0 if same else 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        cf = load_cases(tmp, config, get_protocol(spec["protocol"]))  # the validator rejects what cannot discriminate
+    except MemmatrixError:
+        tmp.unlink()
+        raise
+    tmp.replace(out)
+    print(f"ok {out}: {cf.protocol} {cf.version}, {len(cf.cases)} case(s), sha256 {cf.sha256}")
+    return 0
