@@ -356,3 +356,13 @@ def test_suite_requests_are_the_runs_own_requests(config):
     assert [i for i, _ in pairs] == [it["id"] for it in suite["items"]]
     first = suite["items"][0]
     assert pairs[0][1] == CLIENT.request(first["question"], first["stale"], first["current"], first["text"])
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("I have no nickname; nobody calls me Zanzibrook.", Q),
+    ("Nobody calls me Zanzibrook anymore.", Q),
+    ("Nobody but my mother calls me Zanzibrook.", U),
+    ("My friends call me Zanzibrook; nobody else does.", U),
+])
+def test_nobody_denies_what_follows_it_and_nothing_before(text, expected):
+    assert verdict("Zanzibrook", text) == expected

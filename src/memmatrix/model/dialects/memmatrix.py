@@ -19,7 +19,7 @@ How the rules read a text (``judge_hygiene``):
    each with a rule for what it attaches to:
    - the first value after it: formerly, former, ex-, once, used to, no longer, left / quit /
      sold / stopped / cancelled <object>, moved / switched / changed from, instead of, not /
-     no / never (denials);
+     no / never / nobody (denials);
    - the value before it: superseded, retracted, "(former)", "was wrong", "replaced by",
      "expired", "X is not my ...", "X → Y", object-less or passive change verbs ("X: sold");
    - the value its bound belongs to: until / till / through / thru / up to / before <date>,
@@ -806,7 +806,7 @@ class _Analysis:
             self._add("past", i, end, order="fwd_then_bwd", fwd=(8, {STRONG, PRESENT}), bwd=(6, {STRONG, SOFT, AND}),
                       cancellable=True)
             return end
-        if w in ("not", "never") or w.endswith("n't") or w == "cannot":
+        if w in ("not", "never", "nobody") or w.endswith("n't") or w == "cannot":
             return self._negation(i)
         if w == "no" and i + 1 < v.n and v.t[i + 1].text in (",", "!", ".", ":"):
             return i + 1  # an interjection
