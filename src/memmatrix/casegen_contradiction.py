@@ -125,10 +125,11 @@ def make_case(spec: dict, n: int, axes: dict, rng: random.Random, values) -> dic
     half = len(fixes) // 2
     contradict: list[dict] = [{"step": "contradict", "op": "advance", "by": axes["gap"],
                                **({"note": "the validity bound passes"} if shape == "bounded" else {})}, *fixes[:half]]
+    said = ""
     if change_gold:
-        wrap = spec["wraps"][axes["wrap"]]
-        contradict.append({"step": "contradict", "op": "write", "scope": "main",
-                           "messages": _msgs(wrap.format(text=_fill(topic["change"], **v))), "gold": change_gold})
+        said = spec["wraps"][axes["wrap"]].format(text=_fill(topic["change"], **v))
+        contradict.append({"step": "contradict", "op": "write", "scope": "main", "messages": _msgs(said),
+                           "gold": change_gold})
     contradict += fixes[half:]
     ops = [day1, sib_write, *stream,
            {"step": "setup", "op": "settle"},
@@ -150,13 +151,14 @@ def make_case(spec: dict, n: int, axes: dict, rng: random.Random, values) -> dic
            {"step": "after-reimport", "op": "probe", "scope": "main", "targets": ["original"], "stale": "original",
             "note": "the derived stores again, after the re-import (part of C')"}]
     if change_gold:
-        ops += [{"step": "undo", "op": "forget", "scope": "main", "text": change_gold[-1]["statement"],
-                 "note": "forget the correction itself"},
+        # a retraction's fact names no value, so the same words recur across cases: forget it as it was said
+        undo = said if shape == "retraction" else change_gold[-1]["statement"]
+        ops += [{"step": "undo", "op": "forget", "scope": "main", "text": undo, "note": "forget the correction itself"},
                 {"step": "undo", "op": "settle"},
                 {"step": "after-undo", "op": "assess", "scope": "main", "ask": ask, "stale": "original"}]
-    said = "bare" if axes["wrap"] == "bare" else "wrapped in small talk"
+    how = "bare" if axes["wrap"] == "bare" else "wrapped in small talk"
     return {"id": f"{shape}-{topic['name']}-{n:03d}", "shape": shape,
-            "description": f"{shape} of {'an' if topic['name'][0] in 'aeiou' else 'a'} {topic['name']} fact after {axes['gap']}, the correction said {said}"
+            "description": f"{shape} of {'an' if topic['name'][0] in 'aeiou' else 'a'} {topic['name']} fact after {axes['gap']}, the correction said {how}"
                            + (f", in a stream of {len(stream)} other facts and {len(fixes)} other corrections"
                               if stream else ""),
             "axes": dict(axes), "scopes": {"main": f"user-{n:03d}"}, "targets": targets, "ops": ops}
