@@ -190,3 +190,10 @@ def test_a_density_stream_writes_one_correction_in_five(config):
         subjects = [f["subject"] for op in writes if op.get("note", "").startswith("the stream: another")
                     for f in op["gold"]]
         assert len(subjects) == len(set(subjects)) == 16  # no stream fact contradicts another
+
+
+def test_a_history_question_that_shares_no_word_with_the_fact_it_asks_about_is_rejected(contra):
+    case = copy.deepcopy(next(c for c in contra["cases"] if c["id"].startswith("retraction-nickname")))
+    assert case_problems(case) == []
+    case["targets"]["original"]["history_queries"] = ["What nickname did I give you before?"]
+    assert any("no history question shares a word" in p for p in case_problems(case)), case_problems(case)

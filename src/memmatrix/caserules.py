@@ -60,10 +60,14 @@ def case_problems(case: dict, words: tuple[str, ...] = ()) -> list[str]:
         if not backed:
             out.append(f"case {cid!r}: target {name!r} value {token!r} is in no write's gold fact: the answer is not "
                        "backed by the case")
-        elif t.get("queries") and not any(set(tokens(q)) - COMMON & set(tokens(f.get("statement", ""))) - {*tokens(token)}
-                                          for q in t["queries"] for f in backed):
-            out.append(f"case {cid!r}: target {name!r}: no question shares a word (beyond common ones) with the fact "
-                       "that answers it, so nothing ties the question to its answer")
+        else:  # the sentences that state the value tie a question to it (a retraction names it as its value only)
+            stating = [f for f in backed if contains(f.get("statement", ""), token)] or backed
+            for kind in ("queries", "history_queries"):  # a history question is answered by the same fact
+                if t.get(kind) and not any(set(tokens(q)) - COMMON & set(tokens(f.get("statement", "")))
+                                           - {*tokens(token)} for q in t[kind] for f in stating):
+                    what = "history question" if kind == "history_queries" else "question"
+                    out.append(f"case {cid!r}: target {name!r}: no {what} shares a word (beyond "
+                               "common ones) with the fact that answers it, so nothing ties the question to its answer")
     names = sorted(targets)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
