@@ -3,7 +3,8 @@
 A spec names its protocol, version, seed and count, the variation axes (every case takes one value of each in
 a balanced rotation), the shapes with their subject families and sentence templates, and the value pools.
 ``generate`` fills the deletion protocol's thirteen-step script (the structure of ``cases/deletion/1.2.0.json``)
-once per case; ``caserules.py`` then rejects any case that cannot discriminate. The file is a breadth set
+once per case, or the contradiction protocol's (``casegen_contradiction.py``); ``caserules.py`` then rejects any
+case that cannot discriminate. The file is a breadth set
 (``cases/<protocol>/breadth-<version>.json``, ``"set": "breadth"``): never a protocol's default case file, run
 with ``--cases``. A private set is a spec with another seed (or other pools) generated outside the checkout.
 """

@@ -2,8 +2,8 @@
 
 ``case_problems`` holds for a protocol whose every target is a canary to remember (deletion): a case is
 rejected when a target's answer is not backed by the case, when a model could guess its value without reading
-it, when two targets share a token (a twin may not share its canary's), or when a question contains its own
-answer. ``file_problems`` holds for every case file: the oracle finds the write a model call is about by its
+it, when two targets share a token (a twin may not share its canary's), when a question contains its own
+answer, or when a question (or a history question) shares no word with the sentence that states its answer. ``file_problems`` holds for every case file: the oracle finds the write a model call is about by its
 user messages, so no write may repeat, or be contained in, another case's write, and no forget, share or
 update request may be word for word another case's.
 """

@@ -1,6 +1,6 @@
 """The boundaries protocol: what a memory hands over where it should hand over nothing.
 
-Two columns, one per case shape, each scored on the facts of its case:
+Three columns, one per case shape, each scored on the facts of its case:
 
 - crossing (X): facts written in one scope reach another scope's door or raw recall (asked their own
   questions and their values). Controls: each fact is served in its own scope first; a fact that never was
