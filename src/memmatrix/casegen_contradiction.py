@@ -70,14 +70,14 @@ def _stream(spec: dict, rng: random.Random, values) -> tuple[list[dict], list[di
 
 
 def make_case(spec: dict, n: int, axes: dict, rng: random.Random, values) -> dict:
-    shape = SHAPES[n % len(SHAPES)] if "shapes" not in spec else spec["shapes"][n % len(spec["shapes"])]
+    shape = SHAPES[n % len(SHAPES)]
     topics = spec["topics"][shape]
     topic = topics[(n // len(SHAPES) // 3) % len(topics)]  # three axis settings per topic in turn
     values.new_case()
     start = parse_time(spec["clock"]["start"])
     gap = parse_duration(axes["gap"])
     old = values.make(topic["pool"])
-    new = values.make(topic["pool"]) if shape in WITH_CURRENT or topic.get("has_new") else ""
+    new = values.make(topic["pool"]) if shape in WITH_CURRENT else ""
     kept = values.make(topic["kept_pool"]) if shape == "partial" else ""
     until, valid_to = _until(start, gap) if shape == "bounded" else ("", "")
     v = {"old": old, "new": new, "kept": kept, "until": until}
@@ -166,6 +166,5 @@ def make_case(spec: dict, n: int, axes: dict, rng: random.Random, values) -> dic
 
 def cases(spec: dict, rng: random.Random, values) -> list[dict]:
     names, choices = list(spec["axes"]), list(itertools.product(*spec["axes"].values()))
-    per = len(spec.get("shapes", SHAPES))
-    return [make_case(spec, n, dict(zip(names, choices[(n // per) % len(choices)])), rng, values)
+    return [make_case(spec, n, dict(zip(names, choices[(n // len(SHAPES)) % len(choices)])), rng, values)
             for n in range(spec["count"])]

@@ -28,6 +28,7 @@ from . import schemas
 from .config import Config
 from .errors import ConfigError
 from .protocols import get_protocol
+from .releases import version_key
 from .systems import system_folder
 
 REPRODUCED, CONTRADICTED, PARTLY, INCONCLUSIVE = "reproduced", "contradicted", "partly", "inconclusive"
@@ -150,13 +151,6 @@ def combine(statuses: list[str]) -> str:
     return PARTLY
 
 
-def _key(version: str):
-    try:
-        return (1, Version(version))
-    except InvalidVersion:
-        return (0, version)
-
-
 def evaluate(claims: list[Claim], results: list[Measured], home: Path | None = None) -> list[dict]:
     """Each claim with its status per measured release and runtime, and a headline status."""
     rows = []
@@ -172,7 +166,8 @@ def evaluate(claims: list[Claim], results: list[Measured], home: Path | None = N
             rows.append(row)
             continue
         mine = [m for m in results if m.system == claim.system and claim.covers(m.version)]
-        for version, runtime in sorted({(m.version, m.runtime) for m in mine}, key=lambda vr: (_key(vr[0]), vr[1])):
+        for version, runtime in sorted({(m.version, m.runtime) for m in mine},
+                                       key=lambda vr: (version_key(vr[0]), vr[1])):
             at = {m.protocol: m for m in mine if (m.version, m.runtime) == (version, runtime)}
             cells = []
             for t in claim.tests:
@@ -188,8 +183,8 @@ def evaluate(claims: list[Claim], results: list[Measured], home: Path | None = N
 
 
 def _headline(rows: list[dict]) -> str:
-    newest = max(_key(r["version"]) for r in rows)
-    return combine([r["status"] for r in rows if _key(r["version"]) == newest])
+    newest = max(version_key(r["version"]) for r in rows)
+    return combine([r["status"] for r in rows if version_key(r["version"]) == newest])
 
 
 def _shown(path: Path, home: Path | None) -> str:

@@ -99,11 +99,13 @@ def model_findings(records: list[dict], cost: dict) -> list[str]:
                      f"model would; they got well-formed empty answers (matched=false in model-transcript.jsonl): "
                      f"{where}. Those calls measure the oracle, not the system")
     errors = [r for r in records if r.get("error")]
-    stalls = [r for r in errors if r.get("error_kind") == "fault" and "oracle-stall" in str(r["error"])]
+    def stalled(r: dict) -> bool:
+        return r.get("error_kind") == "fault" and "oracle-stall" in str(r["error"])
+    stalls = [r for r in errors if stalled(r)]
     if stalls:
         found.append(f"{len(stalls)} model call(s) stalled on purpose (oracle-stall: the first asking of a quarter of "
                      f"distinct chat requests held 10 s, then answered HTTP 504): {str(stalls[0]['error'])[:500]}")
-    errors = [r for r in errors if r not in stalls]
+    errors = [r for r in errors if not stalled(r)]
     for kind, what in (("fault", "model call(s) failed on purpose (oracle-flaky: the first asking of a quarter of "
                         "distinct chat requests answered HTTP 500)"),
                        ("upstream", "upstream model call(s) failed"),

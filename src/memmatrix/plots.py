@@ -37,13 +37,10 @@ def _results(roots: list[Path]) -> list[tuple[Path, dict]]:
 
 def _newest(runs: list[tuple[Path, dict]], protocol: str, folder: str) -> dict[str, dict]:
     """Per system, the newest version's result of ``protocol`` in the runtime folder named exactly ``folder``."""
-    from packaging.version import InvalidVersion, Version
+    from .releases import version_key
 
     def key(r: dict):
-        try:
-            return Version(r["stamp"]["system"]["version"])
-        except InvalidVersion:
-            return Version("0")
+        return version_key(r["stamp"]["system"]["version"])
     best: dict[str, dict] = {}
     for path, r in runs:
         s = r["stamp"]

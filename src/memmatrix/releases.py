@@ -41,6 +41,14 @@ def index_url() -> str:
     return (os.environ.get(INDEX_VARIABLE) or DEFAULT_INDEX).rstrip("/")
 
 
+def version_key(version: str) -> tuple:
+    """Release order: PEP 440 versions in their order, after any version string that is not one."""
+    try:
+        return (1, Version(version))
+    except InvalidVersion:
+        return (0, version)
+
+
 def _final(text: str) -> Version | None:
     try:
         v = Version(text)
