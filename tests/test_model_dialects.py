@@ -297,3 +297,44 @@ def test_hindsight_consolidation_updates_the_observation_a_correction_changes_an
     assert [(u["observation_id"], u["source_fact_ids"]) for u in body["updates"]] == [
         ("fb405ace-ad8b-4b22-a2f8-0eac077524de", ["a707be3a-79ad-4c7e-9636-4cbf91b6cbe9"])], body
     assert body["updates"][0]["text"] == "I live in Tarrowick. (earlier: I live in Quillmere.)", body
+
+
+# ---------------------------------------------------------------- a statement two cases share
+def _two_sisters() -> GoldIndex:
+    """Two cases retract a sister in the same words; each names its own sister when it is first said."""
+    def case(cid, name):
+        return {"id": cid, "ops": [
+            W(f"My sister is called {name}.", gold=[G("user's sister", "name", name, f"My sister is called {name}.")]),
+            W(f"There is no {name}, I do not have a sister.",
+              gold=[G("user's sister", "name", name, "I do not have a sister.", intent="retract")])]}
+    return GoldIndex([{"cases": [case("a", "Orla Pennick"), case("b", "Sela Marquill")]}])
+
+
+def test_a_shared_statement_is_told_apart_by_the_prompt_it_came_in():
+    gold = _two_sisters()
+    assert gold.fact_for_statement("I do not have a sister.", "Existing: My sister is called Sela Marquill.")["value"] \
+        == "Sela Marquill"
+    assert gold.fact_for_statement("I do not have a sister.", "There is no Orla Pennick, I do not have a sister.")[
+        "value"] == "Orla Pennick"
+
+
+def test_a_shared_statement_the_prompt_does_not_place_is_left_unmatched():
+    gold = _two_sisters()
+    assert gold.fact_for_statement("I do not have a sister.") is None
+    assert gold.fact_for_statement("I do not have a sister.", "Orla Pennick and Sela Marquill") is None
+    assert [f["value"] for f in gold.facts_for_statement("I do not have a sister.")] == ["Orla Pennick", "Sela Marquill"]
+    assert gold.fact_for_statement("My sister is called Orla Pennick.")["value"] == "Orla Pennick"
+
+
+def test_graphiti_invalidates_the_edge_of_the_case_the_prompt_holds():
+    """The edge-dedupe prompt holds edges only: the new retraction edge and the edge it contradicts."""
+    oracle = system_oracle("graphiti", _two_sisters())
+    text = ("<EXISTING FACTS>\n[]\n</EXISTING FACTS>\n<FACT INVALIDATION CANDIDATES>\n"
+            "[{'idx': 0, 'fact': 'My sister is called Sela Marquill.'}]\n</FACT INVALIDATION CANDIDATES>\n"
+            "<NEW FACT>\nI do not have a sister.\n</NEW FACT>")
+    req = {"model": "m", "messages": [{"role": "user", "content": text}],
+           "response_format": {"type": "json_schema", "json_schema": {"name": "EdgeDuplicate", "schema": {}}}}
+    reply = oracle.chat(req)
+    assert reply.matched and json.loads(reply.content)["contradicted_facts"] == [0]
+    alone = {**req, "messages": [{"role": "user", "content": text.replace("Sela Marquill", "someone")}]}
+    assert not oracle.chat(alone).matched

@@ -1,6 +1,7 @@
 """What binds a result to its inputs: the run header, the protocol's steps, the case file, the model.
 
-Each check returns problems that name the file and what disagrees. ``verify`` runs them all.
+Each check returns problems that name the file and what disagrees. ``verify`` runs them all; an oracle run's
+answers are asked again (``reask``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from .canon import canonical, sha256_file
 from .config import Config
 from .model import ORACLE_VERSION
 from .protocols import EvalProtocol, protocol_names
+from .reask import reask
 from .transcript import by_case
 
 
@@ -27,6 +29,7 @@ def check_bindings(path: Path, result: dict, records: list[dict], model_records:
             + case_problems(records, stamp, protocol, config)
             + model_problems(result.get("model_transcript", {}).get("file", "model transcript"), model_records, stamp)
             + judge_problems(model_records, stamp, config)
+            + reask(stamp, model_records, find_case_file(stamp, config), config)[1]
             + layout_problems(path, stamp))
 
 

@@ -151,7 +151,7 @@ def _dedupe(text: str, gold: GoldIndex) -> tuple[dict, bool]:
     new = (tag(text, "NEW FACT") or "").strip()
     existing = literal(tag(text, "EXISTING FACTS")) or []
     candidates = literal(tag(text, "FACT INVALIDATION CANDIDATES")) or []
-    fact = gold.fact_for_statement(new)
+    fact = gold.fact_for_statement(new, text)
     dup = [e["idx"] for e in existing if isinstance(e, dict) and norm(str(e.get("fact", ""))) == norm(new)]
     gone = None
     if fact and fact["intent"] == "supersede":
@@ -164,10 +164,10 @@ def _dedupe(text: str, gold: GoldIndex) -> tuple[dict, bool]:
             "duplicate_fact_id": dup[0] if dup else -1}, fact is not None
 
 
-def _dates(statement: str, reference: str | None, gold: GoldIndex) -> tuple[dict, bool]:
+def _dates(statement: str, reference: str | None, gold: GoldIndex, context: str = "") -> tuple[dict, bool]:
     """valid_at / invalid_at of one fact: its gold bounds, else the reference time (the prompts' rule for a
     fact stated in the present tense). Matched only when the fact is a gold statement."""
-    fact = gold.fact_for_statement(statement.strip())
+    fact = gold.fact_for_statement(statement.strip(), context)
     if gold.ablation == "undated":  # an extractor that resolves no dates: nothing can be invalidated
         return {"valid_at": None, "invalid_at": None}, bool(fact)
     return {"valid_at": (fact or {}).get("valid_from") or iso(reference),
@@ -175,7 +175,7 @@ def _dates(statement: str, reference: str | None, gold: GoldIndex) -> tuple[dict
 
 
 def _timestamps(text: str, gold: GoldIndex) -> tuple[dict, bool]:
-    return _dates(tag(text, "FACT") or "", tag(text, "REFERENCE TIME") or tag(text, "REFERENCE_TIME"), gold)
+    return _dates(tag(text, "FACT") or "", tag(text, "REFERENCE TIME") or tag(text, "REFERENCE_TIME"), gold, text)
 
 
 def _batch_timestamps(text: str, gold: GoldIndex) -> tuple[dict, bool]:
@@ -188,7 +188,7 @@ def _batch_timestamps(text: str, gold: GoldIndex) -> tuple[dict, bool]:
     out, ok = [], True
     for f in facts:
         f = f if isinstance(f, dict) else {}
-        dates, hit = _dates(str(f.get("fact") or ""), str(f.get("reference_time") or ""), gold)
+        dates, hit = _dates(str(f.get("fact") or ""), str(f.get("reference_time") or ""), gold, text)
         out.append(dates)
         ok = ok and hit
     return {"timestamps": out}, ok
@@ -254,7 +254,8 @@ def _describe(summary: str, gold: GoldIndex) -> tuple[str, bool]:
         return "No information is summarized.", True
     ok = True
     for s in sentences(summary):
-        fact = gold.fact_for_statement(s)
+        said = gold.facts_for_statement(s)  # what it is about is the same in every case that says it
+        fact = said[0] if len({(f["subject"], f["attribute"]) for f in said}) == 1 else None
         if fact:
             topics.setdefault(fact["subject"], [])
             if fact["attribute"] not in topics[fact["subject"]]:

@@ -76,27 +76,18 @@ def has_section(text: str, header: str) -> bool:
 
 # --------------------------------------------------------------------------- what a text is about
 
-def facts_of_memory(text: str, gold: GoldIndex) -> list[dict]:
+def facts_of_memory(text: str, gold: GoldIndex, context: str = "") -> list[dict]:
     """The gold facts a stored memory states: an extracted statement, or a conversation stored verbatim
-    (``add(infer=False)``, mem0's import path, stores each message as it was written)."""
-    fact = gold.fact_for_statement(text)
+    (``add(infer=False)``, mem0's import path, stores each message as it was written). ``context``: the prompt
+    the memory is listed in, which tells apart a statement two cases share."""
+    fact = gold.fact_for_statement(text, context or text)
     return [fact] if fact is not None else gold.facts_in(text)
 
 
 def facts_named(text: str, gold: GoldIndex) -> list[dict]:
     """The gold facts a text states: every written conversation it holds whole, else every stored
     statement it quotes (a memory's own text, as 1.x graph cleanup sends it on delete)."""
-    facts = gold.facts_in(text)
-    if facts:
-        return facts
-    t = norm(text)
-    out, seen = [], set()
-    for key, fact in gold.by_statement.items():
-        ident = (fact["subject"], fact["attribute"], fact["value"], fact["intent"])
-        if key and key in t and ident not in seen:
-            seen.add(ident)
-            out.append(fact)
-    return out
+    return gold.facts_in(text) or gold.statements_in(text)
 
 
 def _possessor(subject: str) -> tuple[str, str]:
@@ -147,7 +138,7 @@ class AdditiveExtract:
         user = _user(request)
         facts = gold.facts_in(section(user, "New Messages"))
         existing = _existing_memories(section(user, "Existing Memories"))
-        known = [(str(m["id"]), str(m["text"]), facts_of_memory(str(m["text"]), gold)) for m in existing]
+        known = [(str(m["id"]), str(m["text"]), facts_of_memory(str(m["text"]), gold, user)) for m in existing]
         out = []
         for f in facts:
             if any(norm(text) == norm(f["statement"]) or any(_same_fact(f, g) for g in gs) for _, text, gs in known):
@@ -268,7 +259,8 @@ class UpdateDecision:
     @staticmethod
     def answer(request: dict, gold: GoldIndex) -> Reply:
         try:
-            old, new = parse_decision_prompt(_user(request) or _system(request))
+            prompt = _user(request) or _system(request)
+            old, new = parse_decision_prompt(prompt)
         except ValueError:
             return Reply.json(UpdateDecision.name, False, {"memory": []})
         decided: dict[str, dict] = {}
@@ -276,7 +268,7 @@ class UpdateDecision:
         matched = True
         next_id = len(old)
         for statement in new:
-            fact = gold.fact_for_statement(str(statement))
+            fact = gold.fact_for_statement(str(statement), prompt)
             matched &= fact is not None
             intent = fact["intent"] if fact else "assert"
             target = (fact or {}).get("replaces") if intent == "supersede" else (fact or {}).get("value")

@@ -2,13 +2,18 @@
 
 Every write op in a case file carries its gold facts. The oracle finds the write(s) a
 prompt is about by their user messages, and a fact by its statement, and answers with
-what a perfect extractor would have extracted.
+what a perfect extractor would have extracted. A statement two cases share with different
+facts ("I do not have a sister." retracting a different name in each) is told apart by the
+prompt it came in, or not at all: the oracle then leaves it unmatched rather than answer
+with another case's fact.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from ..tokens import contains
 
 _ESCAPES = (("\\\"", '"'), ("\\'", "'"), ("\\n", " "), ("\\t", " "))
 _SPACE = re.compile(r"\s+")
@@ -33,7 +38,7 @@ class GoldIndex:
     def __init__(self, case_files: list[dict], ablation: str = ""):
         self.ablation = ablation  # an oracle imperfect on purpose (settings.ABLATIONS)
         self.writes: list[GoldWrite] = []
-        self.by_statement: dict[str, dict] = {}
+        self.by_statement: dict[str, list[tuple[str, dict]]] = {}  # statement -> (case, fact), one per distinct fact
         for cf in case_files:
             for case in cf["cases"]:
                 for i, op in enumerate(case["ops"]):
@@ -43,7 +48,9 @@ class GoldIndex:
                     facts = tuple(self._complete(f) for f in op["gold"])
                     self.writes.append(GoldWrite(case["id"], i, users, facts))
                     for f in facts:
-                        self.by_statement.setdefault(norm(f["statement"]), f)
+                        known = self.by_statement.setdefault(norm(f["statement"]), [])
+                        if not any(_ident(g) == _ident(f) for _, g in known):
+                            known.append((case["id"], f))
 
     @staticmethod
     def _complete(fact: dict) -> dict:
@@ -74,5 +81,32 @@ class GoldIndex:
                     out.append(f)
         return out
 
-    def fact_for_statement(self, statement: str) -> dict | None:
-        return self.by_statement.get(norm(statement))
+    def facts_for_statement(self, statement: str) -> list[dict]:
+        """Every distinct gold fact stated in these words, in case-file order."""
+        return [f for _, f in self.by_statement.get(norm(statement), [])]
+
+    def fact_for_statement(self, statement: str, context: str = "") -> dict | None:
+        """The gold fact stated in these words (the first, in file order, when one case states two facts in them).
+        When cases share the words with different facts, the one whose case ``context`` (the prompt the statement came in) points to: it names the fact's value or the value it
+        replaces, or holds a write of its case. None when the context points to no single one."""
+        known = self.by_statement.get(norm(statement), [])
+        if len({case for case, _ in known}) <= 1:  # one case's words: its first fact in them, in file order
+            return known[0][1] if known else None
+        cases = {w.case for w in self.writes_in(context)} if context else set()
+        pointed = [(case, f) for case, f in known if case in cases or context and any(
+            v and contains(context, v) for v in (f.get("value"), f.get("replaces")))]
+        return pointed[0][1] if len({case for case, _ in pointed}) == 1 else None
+
+    def statements_in(self, text: str) -> list[dict]:
+        """The gold facts whose statement ``text`` quotes, each once, told apart by ``text`` where cases share one."""
+        t, out, seen = norm(text), [], set()
+        for key in self.by_statement:
+            fact = self.fact_for_statement(key, text) if key and key in t else None
+            if fact is not None and _ident(fact) not in seen:
+                seen.add(_ident(fact))
+                out.append(fact)
+        return out
+
+
+def _ident(fact: dict) -> tuple:
+    return tuple(fact.get(k) for k in ("subject", "attribute", "value", "intent", "replaces"))

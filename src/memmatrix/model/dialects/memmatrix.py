@@ -81,7 +81,7 @@ class Extract:
         facts = gold.facts_in(text)
         if not facts:  # a single statement (a forget or share request) rather than a written conversation
             lines = [ln.split(": ", 1)[-1].strip() for ln in text.splitlines() if ln.strip()]
-            facts = [f for f in map(gold.fact_for_statement, lines) if f is not None]
+            facts = [f for f in (gold.fact_for_statement(ln, text) for ln in lines) if f is not None]
         keys = ("subject", "attribute", "value", "statement", "intent", "replaces", "valid_from", "valid_to")
         return Reply.json(Extract.name, bool(facts), {"facts": [{k: f[k] for k in keys if k in f} for f in facts]})
 
