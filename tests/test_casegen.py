@@ -117,7 +117,8 @@ def contra():
     return generate(load_spec(CONTRA))
 
 
-@pytest.mark.parametrize("spec", ["contradiction-2.0.0.yaml", "contradiction-density20-2.0.0.yaml"])
+@pytest.mark.parametrize("spec", ["contradiction-2.0.0.yaml", "contradiction-density20-2.0.0.yaml",
+                                  "contradiction-scale10-2.0.0.yaml", "contradiction-scale100-2.0.0.yaml"])
 def test_the_committed_contradiction_sets_are_what_their_specs_generate(spec, capsys):
     assert main(["cases", "generate", str(ROOT / "cases/specs" / spec), "--check"]) == 0
 
@@ -190,6 +191,23 @@ def test_a_density_stream_writes_one_correction_in_five(config):
         subjects = [f["subject"] for op in writes if op.get("note", "").startswith("the stream: another")
                     for f in op["gold"]]
         assert len(subjects) == len(set(subjects)) == 16  # no stream fact contradicts another
+
+
+@pytest.mark.parametrize("name, other", [("scale10", 36), ("scale100", 396)])
+def test_a_contradiction_scale_set_grows_the_store_between_the_original_and_its_correction(name, other):
+    data = generate(load_spec(ROOT / f"cases/specs/contradiction-{name}-2.0.0.yaml"))
+    assert sorted(c["shape"] for c in data["cases"]) == sorted(["replacement", "polarity", "retraction", "partial",
+                                                                 "bounded"])
+    for case in data["cases"]:
+        ops = case["ops"]
+        stream = [k for k, op in enumerate(ops) if op.get("note", "").startswith("the stream: another")]
+        subjects = [f["subject"] for k in stream for f in ops[k]["gold"]]
+        assert len(subjects) == len(set(subjects)) == other  # each about a subject of its own: none contradicts
+        day1 = next(k for k, op in enumerate(ops) if op.get("id") == "day1")
+        fixes = [k for k, op in enumerate(ops) if op["op"] == "write"
+                 and any(f.get("intent") in ("supersede", "retract") for f in op["gold"])]
+        assert fixes == ([] if case["shape"] == "bounded" else [fixes[0]])  # the case's own correction only
+        assert day1 < min(stream) and all(k > max(stream) for k in fixes)
 
 
 def test_a_history_question_that_shares_no_word_with_the_fact_it_asks_about_is_rejected(contra):

@@ -10,10 +10,8 @@ from conftest import ROOT
 from memmatrix.bindings import find_case_file
 from memmatrix.canon import read_text
 from memmatrix.config import Config
-from memmatrix.model.dialectsource import load_dialects
-from memmatrix.model.gold import GoldIndex
 from memmatrix.model.oracle import Oracle
-from memmatrix.systems import resolve_system
+from memmatrix.reask import oracle_for
 
 RESULTS = sorted(p for p in ROOT.glob("results/**/result.json")
                  if json.loads(p.read_text())["stamp"]["model"]["mode"] == "oracle")
@@ -26,11 +24,7 @@ def test_there_are_committed_oracle_runs_to_check():
 
 def oracle_of(stamp: dict) -> Oracle:
     """The oracle a run of the stamp's system gets: its folder's dialects after memmatrix's own."""
-    spec = resolve_system(f"{stamp['system']['name']}@{stamp['system']['version']}", CONFIG)
-    cases = find_case_file(stamp, CONFIG)
-    gold = GoldIndex([json.loads(cases.read_text())],
-                     ablation=(stamp["model"].get("oracle_version") or "").partition("+")[2])
-    return Oracle(gold, load_dialects(spec.oracle) if spec.oracle else ())
+    return oracle_for(stamp, find_case_file(stamp, CONFIG), CONFIG)
 
 
 @pytest.mark.parametrize("path", RESULTS, ids=lambda p: "/".join(p.parts[-5:-1]))

@@ -43,6 +43,13 @@ def _msgs(user: str, reply: str | None = None) -> list[dict]:
     return out + [{"role": "assistant", "content": reply}] if reply else out
 
 
+def _things(things) -> list[str]:
+    """The stream's subjects: a list, or ``{product: [[...], [...]]}`` for every combination (the store at scale)."""
+    if isinstance(things, dict):
+        return [" ".join(parts) for parts in itertools.product(*things["product"])]
+    return list(things)
+
+
 def _stream(spec: dict, rng: random.Random, values) -> tuple[list[dict], list[dict]]:
     """``spec['stream']``: other facts of the same user, each about a subject of its own (so none contradicts
     another, or the case's sibling), and corrections of some of them, said beside the case's own."""
@@ -50,7 +57,7 @@ def _stream(spec: dict, rng: random.Random, values) -> tuple[list[dict], list[di
     if not conf:
         return [], []
     facts, fixes, chosen = [], [], []
-    for k, thing in enumerate(rng.sample(conf["things"], conf["facts"]), start=1):
+    for k, thing in enumerate(rng.sample(_things(conf["things"]), conf["facts"]), start=1):
         value = values.make(conf["pool"], claim=False)
         chosen.append((k, thing, value))
         fact = conf["fact"].format(thing=thing, value=value)

@@ -22,7 +22,7 @@ from .model.oracle import Oracle
 from .systems import resolve_system
 
 
-def _oracle(stamp: dict, case_file: Path | None, config: Config) -> Oracle:
+def oracle_for(stamp: dict, case_file: Path | None, config: Config) -> Oracle:
     if case_file is None:
         raise MemmatrixError(f"the case file {stamp['dataset']['path']} is not in this checkout at the sha256 the "
                              "stamp records")
@@ -49,7 +49,7 @@ def reask(stamp: dict, model_records: list[dict], case_file: Path | None, config
     if stamp["model"]["mode"] != "oracle" or not chats:
         return 0, []
     try:
-        oracle = _oracle(stamp, case_file, config)
+        oracle = oracle_for(stamp, case_file, config)
     except MemmatrixError as exc:
         return 0, [f"cannot re-ask the oracle: {exc}"]
     asked, differ = 0, []
