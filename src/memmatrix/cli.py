@@ -211,9 +211,11 @@ def parser() -> argparse.ArgumentParser:
     pv.add_argument("--into", metavar="FILE", help="the record to update (default: results/private/<protocol>.json)")
     pv.set_defaults(func=cmd_private)
 
-    rp = sub.add_parser("report", help="the matrix as Markdown (systems x steps, with reasons)")
+    rp = sub.add_parser("report", help="the matrix as Markdown (systems x steps, with reasons), or as a static site")
     rp.add_argument("paths", nargs="+", metavar="PATH")
     rp.add_argument("--output", metavar="FILE", help="write to FILE (e.g. $GITHUB_STEP_SUMMARY) instead of stdout")
+    rp.add_argument("--html", metavar="DIR", help="write the matrix as a static site into DIR (opens from the file "
+                    "system: no server, nothing loaded from elsewhere)")
     rp.add_argument("--append", action="store_true", help="add to the end of --output instead of replacing it")
     rp.set_defaults(func=cmd_report)
 

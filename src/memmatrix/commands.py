@@ -47,6 +47,12 @@ def cmd_private(ns: argparse.Namespace, config: Config) -> int:
 
 def cmd_report(ns: argparse.Namespace, config: Config) -> int:
     from .report import render
+    if ns.html:
+        from .site import write_site
+        index = write_site([Path(p) for p in ns.paths], Path(ns.html), config)
+        print(f"memmatrix: wrote the site; open {index}", file=sys.stderr)
+        if not ns.output:
+            return 0
     text = render([Path(p) for p in ns.paths], config=config)
     if ns.output:
         with open(ns.output, "a" if ns.append else "w", encoding="utf-8") as fh:

@@ -18,7 +18,7 @@ from .bindings import find_case_file
 from .cases import CaseFile
 from .config import Config
 from .errors import ConfigError
-from .report import setup_label
+from .reportmodel import setup_label
 from .stamp import now_utc
 from .verify import load_result, verify_result
 

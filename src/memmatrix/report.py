@@ -2,7 +2,8 @@
 
 Rows are runs (system, version, runtime), columns are the protocol's steps. A cell shows
 the verdicts of the cases in that step; it is never collapsed into one number. Below the
-matrix every FAIL and ERROR is listed with its reason.
+matrix every FAIL and ERROR is listed with its reason. The sections and cells come from
+``reportmodel``, as the static site's (``site.py``) do.
 """
 
 from __future__ import annotations
@@ -12,116 +13,80 @@ from pathlib import Path
 
 from .costreport import cost_table
 from .protocols import VERDICTS
-from .stamp import scoring_version
+from .reportmodel import SHORT, cell_text, sections, setup_label, step_name, unmatched
 from .verify import find_results, load_result
 
-SHORT = {"PASS": "PASS", "FAIL": "FAIL", "ERROR": "ERROR", "SKIP": "SKIP", "UNSUPPORTED": "n/a"}
-
-
-def cell_text(verdicts: list[str]) -> str:
-    counts = {v: verdicts.count(v) for v in VERDICTS if verdicts.count(v)}
-    if len(counts) == 1:
-        v = next(iter(counts))
-        return SHORT[v] if len(verdicts) == 1 else f"{SHORT[v]} ×{len(verdicts)}"
-    return " · ".join(f"{n} {SHORT[v]}" for v, n in counts.items())
-
-
-def setup_label(path: Path, result: dict) -> str:
-    """The runtime, plus what sets the run apart (options, a non-default model), as its folder names it."""
-    runtime = result["stamp"]["runtime"]["name"]
-    folder = path.parent.name
-    return folder if folder.startswith(runtime + "+") else runtime
-
+__all__ = ["SHORT", "brief", "cell_text", "render", "setup_label"]
 
 def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _group(results: list[tuple[Path, dict]]) -> dict:
-    groups: dict[tuple, list] = defaultdict(list)
-    for path, r in results:
-        s = r["stamp"]
-        key = (s["protocol"]["name"], scoring_version(s), s["dataset"]["version"], s["dataset"]["sha256"],
-               s["model"]["mode"], s["model"].get("id"))
-        groups[key].append((path, r))
-    return groups
-
-
 def unmatched_mark(result: dict) -> str:
     """How many model calls the oracle did not answer (those cells measure the oracle, not the system)."""
-    n = (result.get("cost") or {}).get("total", {}).get("unmatched", 0)
+    n = unmatched(result)
     return f" ⚠ {n} unanswered model call(s)" if n else ""
 
 
 def render(paths: list[Path], title: str = "memmatrix report", config=None) -> str:
     results = [(p, load_result(p, config)) for p in find_results(paths)]
     out = [f"# {title}", ""]
-    for key, runs in sorted(_group(results).items(), key=lambda kv: kv[0]):
-        protocol, pversion, dversion, dsha, mode, model = key
-        steps = runs[0][1]["steps"]
-        out += [f"## {protocol} protocol {pversion}", "",
-                f"Dataset {dversion} (sha256 `{dsha[:12]}`), model: {mode}{f' `{model}`' if model else ''}. "
-                f"Each cell counts the cases per verdict; `n/a` means the system does not support the step.", ""]
-        heads = [s["key"] if s["key"] == s["name"] else f"{s['key']} {s['name']}" for s in steps]
+    legends = set()  # each protocol's columns are named once, in the legend under its first section
+    for sec in sections(results):
+        steps = sec.steps
+        out += [f"## {sec.title}", "",
+                f"Dataset `{sec.dataset['path']}` ({sec.dataset['version']}). Each cell counts the cases per verdict; "
+                "`n/a` means the system does not support the step.", ""]
+        heads = [s["key"] for s in steps]
         out.append("| system | version | runtime (+variant) | " + " | ".join(heads) + " |")
         out.append("|---|---|---|" + "---|" * len(steps))
-        runs.sort(key=lambda pr: (pr[1]["stamp"]["system"]["name"], pr[1]["stamp"]["system"]["version"],
-                                  setup_label(*pr)))
-        judged_any = unanswered_any = False
-        for path, r in runs:
-            s = r["stamp"]
-            cells = []
-            for step in steps:
-                column = [cell for c in r["cases"] for cell in c["cells"] if cell["step"] == step["key"]]
-                judged = any(c.get("method") == "judged" for c in column)
-                judged_any |= judged
-                cells.append((cell_text([c["verdict"] for c in column]) if column else "—") + (" (judged)" if judged else ""))
-            out.append(f"| {s['system']['name']} | {s['system']['version']} | {setup_label(path, r)}{unmatched_mark(r)} | "
+        for row in sec.rows:
+            cells = [c.text + (" (judged)" if c.judged else "") for c in row.cells]
+            out.append(f"| {row.system} | {row.version} | {row.label}{unmatched_mark(row.result)} | "
                        + " | ".join(cells) + " |")
-            unanswered_any = unanswered_any or bool(unmatched_mark(r))
-        if judged_any:
-            judge = next((r["stamp"].get("judge") for _, r in runs if r["stamp"].get("judge")), None) or {}
+        if (sec.protocol, sec.version) not in legends:
+            legends.add((sec.protocol, sec.version))
+            out += ["", "Columns: " + "; ".join(f"**{s['key']}** {s['name']}: {s['title']}" for s in steps) + "."]
+        if sec.judged:
+            judge = sec.judge
             out += ["", f"(judged): at least one case in that cell was decided by the pinned judge "
                         f"`{judge.get('model')}` (prompt `{judge.get('prompt')}`, temperature 0), because the system "
                         "exposes no qualifier on what it injects (ʲ in the case tables); every other cell is mechanical."]
-        if unanswered_any:
+        if any(row.unmatched for row in sec.rows):
             out += ["", "⚠: the oracle answered some of that run's model calls with an empty default (it could not "
                         "tell what a careful model would answer); the cells those calls touched measure the oracle, "
                         "not the system. The result's findings list the calls; the README explains each."]
+        runs = sec.runs
         ranked, public = ranking(runs)
-        out += (measures_table(runs, steps) + ranked + private_table(paths, protocol, public) + lag_table(runs)
+        out += (measures_table(runs, steps) + ranked + private_table(paths, sec.protocol, public) + lag_table(runs)
                 + stage_table(runs) + cost_table(runs, setup_label))
-        out += ["", "<details><summary>Steps</summary>", ""]
-        out += [f"- **{s['key']} {s['name']}**: {s['title']}" for s in steps]
-        out += ["", "</details>", ""]
-        for path, r in runs:
-            s = r["stamp"]
-            out += [f"<details><summary>Cases: {s['system']['name']} {s['system']['version']} "
-                    f"({setup_label(path, r)})</summary>", "",
+        out.append("")
+        for row in sec.rows:
+            out += [f"<details><summary>Cases: {row.system} {row.version} ({row.label})</summary>", "",
                     "| case | shape | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(steps)]
-            for case in r["cases"]:
+            for case in row.result["cases"]:
                 by_step = {c["step"]: c for c in case["cells"]}
                 marks = [SHORT[c["verdict"]] + ("ʲ" if c.get("method") == "judged" else "") if c else "—"
                          for c in (by_step.get(st["key"]) for st in steps)]
                 out.append(f"| {case['id']} | {case['shape']} | " + " | ".join(marks) + " |")
             out += ["", "</details>", ""]
-        for path, r in runs:
-            s = r["stamp"]
+        for row in sec.rows:
             lines = []
-            for case in r["cases"]:
+            for case in row.result["cases"]:
                 for cell in case["cells"]:
                     if cell["verdict"] in ("FAIL", "ERROR"):
-                        name = next(st["name"] for st in steps if st["key"] == cell["step"])
                         stage = f" [{cell['stage']}]" if cell.get("stage") else ""
-                        lines.append(f"- `{case['id']}` · step {cell['step']} {name}: **{cell['verdict']}**{stage}: "
-                                     f"{_escape(cell['reason'])}")
-            lines += [f"- finding: {_escape(f)}" for f in r.get("findings", [])]
+                        lines.append(f"- `{case['id']}` · step {cell['step']} {step_name(steps, cell['step'])}: "
+                                     f"**{cell['verdict']}**{stage}: {_escape(cell['reason'])}")
+            lines += [f"- finding: {_escape(f)}" for f in row.result.get("findings", [])]
             if lines:
-                counts = {v: sum(c["verdict"] == v for case in r["cases"] for c in case["cells"]) for v in ("FAIL", "ERROR")}
-                out += [f"<details><summary>Why: {s['system']['name']} {s['system']['version']} "
-                        f"({setup_label(path, r)}): {counts['FAIL']} FAIL, {counts['ERROR']} ERROR</summary>", "",
-                        *lines, "", f"Artifact: `{path.parent}`", "", "</details>", ""]
-    return "\n".join(out).rstrip() + "\n"
+                counts = {v: sum(c["verdict"] == v for case in row.result["cases"] for c in case["cells"])
+                          for v in ("FAIL", "ERROR")}
+                out += [f"<details><summary>Why: {row.system} {row.version} ({row.label}): {counts['FAIL']} FAIL, "
+                        f"{counts['ERROR']} ERROR</summary>", "", *lines, "", f"Artifact: `{row.path.parent}`", "",
+                        "</details>", ""]
+    # a blank line last: Markdown appended after the report (a job summary's next step) starts a block of its own
+    return "\n".join(out).rstrip() + "\n\n"
 
 
 def _measure(m: dict) -> str:

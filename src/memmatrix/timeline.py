@@ -17,7 +17,7 @@ from packaging.version import Version
 from .config import Config
 from .history import change_points, load_history, verdicts
 from .releases import Ranges
-from .report import cell_text, setup_label
+from .reportmodel import cell_text, setup_label
 from .systems import load_system_yaml, system_folder
 from .verify import find_results, load_result
 
