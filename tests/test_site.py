@@ -54,7 +54,15 @@ def test_the_site_has_a_row_per_run_and_a_page_per_run_and_case(writepath_site):
     runs = [d for d in (writepath_site / "runs").iterdir() if d.is_dir()]
     assert len(runs) == len(results)
     for d in runs:
-        assert (d / "index.html").is_file()
+        page = (d / "index.html").read_text()
+        assert "<h2>Capabilities</h2>" in page and "<caption>latency per adapter operation (ms)</caption>" in page
+    unsupported = [(p, op, c["reason"]) for p in results
+                   for op, c in json.loads(p.read_text())["capabilities"]["operations"].items()
+                   if c["support"] == "unsupported"]
+    assert unsupported  # every UNSUPPORTED operation's reason is on its run's page
+    pages = "".join((d / "index.html").read_text() for d in runs)
+    from markupsafe import escape  # as the templates escape it
+    assert [why for _, _, why in unsupported if str(escape(why)) not in pages] == []
     cases = sum(len(json.loads(p.read_text())["cases"]) for p in results)
     assert sum(len(list(d.glob("*.html"))) - 1 for d in runs) == cases
 

@@ -29,8 +29,9 @@ from .canon import read_text, stored_transcript
 from .reportmodel import SHORT, cells_of, sections, setup_label, step_name, unmatched
 from .verify import find_results, load_result
 
-#: a transcript line longer than this is shown cut, with the number of characters left out
-LINE_CHARS = 4000
+#: a transcript line longer than this is shown cut, with the number of characters left out; a model call's line
+#: (a whole prompt and its answer) is cut shorter: its summary says what it was, its number where it is whole
+LINE_CHARS, MODEL_LINE_CHARS = 4000, 600
 
 
 def _env() -> Environment:
@@ -59,8 +60,8 @@ def _lines(folder: Path, name: str) -> list[str]:
     return read_text(f).splitlines() if f.is_file() else []
 
 
-def _cut(line: str) -> tuple[str, int]:
-    return (line, 0) if len(line) <= LINE_CHARS else (line[:LINE_CHARS], len(line) - LINE_CHARS)
+def _cut(line: str, limit: int = LINE_CHARS) -> tuple[str, int]:
+    return (line, 0) if len(line) <= limit else (line[:limit], len(line) - limit)
 
 
 def _said(value, limit: int = 90) -> str:
@@ -91,27 +92,32 @@ def summary(rec: dict) -> str:
     return str(kind)
 
 
-def _evidence(case: dict, by_op: dict, model_by_op: dict) -> tuple[list[dict], list[dict]]:
-    """The cells, each with the ops its checks name; and those ops, each once, with their transcript lines and the
-    model calls made during them. A cell whose checks name no op (its protocol checks the case as a whole) is
-    backed by the whole case: every line of it, under the key "all"."""
+def _evidence(case: dict, by_op: dict, model_by_op: dict, step_ops: dict) -> tuple[list[dict], list[dict]]:
+    """The cells, each with the ops its checks name (or, for a check naming none, the ops of the cell's step); and
+    those ops, each once, with their transcript lines and the model calls made during them."""
     cells, named = [], {}
     for cell in case["cells"]:
         ops = list(dict.fromkeys(ch["op"] for ch in cell.get("checks", []) if isinstance(ch.get("op"), int)))
-        if not ops and cell.get("checks"):
-            ops = ["all"]
+        if cell.get("checks") and any(not isinstance(ch.get("op"), int) for ch in cell["checks"]):
+            ops += [op for op in sorted(step_ops.get(cell["step"], ())) if op not in ops]
         cells.append({"cell": cell, "ops": ops})
         for op in ops:
-            if op == "all":
-                named.setdefault(op, {"op": op, "lines": sorted(x for v in by_op.values() for x in v),
-                                      "model": sorted(x for v in model_by_op.values() for x in v)})
-            else:
-                named.setdefault(op, {"op": op, "lines": by_op.get(op, []), "model": model_by_op.get(op, [])})
-    return cells, [named[op] for op in sorted(named, key=lambda k: (k == "all", str(k).zfill(6)))]
+            named.setdefault(op, {"op": op, "lines": by_op.get(op, []), "model": model_by_op.get(op, [])})
+    return cells, [named[op] for op in sorted(named)]
+
+
+def _step_ops(lines: list[str]) -> dict:
+    """(case, step) -> the op indexes the transcript records under that step."""
+    out: dict[tuple, set] = {}
+    for line in lines:
+        rec = json.loads(line)
+        if rec.get("kind") == "op" and isinstance(rec.get("index"), int):
+            out.setdefault((rec.get("case"), str(rec.get("step"))), set()).add(rec["index"])
+    return out
 
 
 def _index(lines: list[str], case_key: str, op_key: str) -> dict:
-    """(case, op) -> [(line number, shown text, characters cut)] of a transcript's records."""
+    """(case, op) -> [(line number, shown text, characters cut, summary)] of a transcript's records."""
     out: dict[tuple, list] = {}
     for n, line in enumerate(lines, 1):
         try:
@@ -123,7 +129,43 @@ def _index(lines: list[str], case_key: str, op_key: str) -> dict:
             continue
         case, op = ctx.get("case"), ctx.get(op_key)
         if case is not None and isinstance(op, int):
-            out.setdefault((case, op), []).append((n, *_cut(line), summary(rec)))
+            limit = MODEL_LINE_CHARS if case_key == "context" else LINE_CHARS
+            out.setdefault((case, op), []).append((n, *_cut(line, limit), summary(rec)))
+    return out
+
+
+def grid(table: dict) -> tuple[list[str], list[tuple[str, list]]]:
+    """A dict of dicts (operation -> figures) as columns and rows, one level of nesting flattened ("chars p50")."""
+    rows, columns = [], []
+    for name, figures in table.items():
+        if not isinstance(figures, dict):
+            continue
+        flat = {}
+        for k, v in figures.items():
+            if isinstance(v, dict):
+                flat.update({f"{k} {kk}": vv for kk, vv in v.items() if not isinstance(vv, (dict, list))})
+            elif not isinstance(v, list):
+                flat[k] = v
+        columns += [c for c in flat if c not in columns]
+        rows.append((name, flat))
+    return columns, [(name, [flat.get(c, "") for c in columns]) for name, flat in rows]
+
+
+def cost_tables(result: dict) -> list[tuple[str, list[str], list]]:
+    """The run's cost columns as tables: latency per operation, the model's calls and tokens per operation, what
+    the door handed over, and the stores' size."""
+    costs, timings = result.get("costs") or {}, result.get("timings") or {}
+    out = []
+    for title, table in (("latency per adapter operation (ms)", timings.get("adapter_ms")),
+                         ("model calls and tokens per operation", costs.get("model")),
+                         ("what the door handed over", {"door": costs["door"]} if costs.get("door") else None),
+                         ("write-to-door lag (ms)", {"lag": timings["lag_ms"]} if timings.get("lag_ms") else None),
+                         ("the stores on disk (bytes)", {"disk": {k: v for k, v in timings["disk"].items()
+                                                                 if k != "per_case"}} if timings.get("disk") else None)):
+        if table:
+            columns, rows = grid(table)
+            if rows:
+                out.append((title, columns, rows))
     return out
 
 
@@ -184,15 +226,17 @@ def write_site(paths: list[Path], out: Path, config) -> Path:
             folder = row.path.parent
             lines, mlines = _lines(folder, "transcript"), _lines(folder, "model-transcript")
             by_op, model_by_op = _index(lines, "case", "index"), _index(mlines, "context", "index")
+            step_ops = _step_ops(lines)
             files = {"transcript": row.result["transcript"]["file"],
                      "model": (row.result.get("model_transcript") or {}).get("file")}
             common = {"sec": sec, "row": row, "slug": slug, "root": "../../", "files": files, "artifact": folder}
             _write(out / "runs" / slug / "index.html", env.get_template("run.html.j2").render(
-                **common, case_slug=case_slug, step_name=step_name))
+                **common, case_slug=case_slug, step_name=step_name, costs=cost_tables(row.result)))
             for case in row.result["cases"]:
                 cid = case["id"]
                 cells, ops = _evidence(case, {op: v for (c, op), v in by_op.items() if c == cid},
-                                       {op: v for (c, op), v in model_by_op.items() if c == cid})
+                                       {op: v for (c, op), v in model_by_op.items() if c == cid},
+                                       {st: v for (c, st), v in step_ops.items() if c == cid})
                 _write(out / "runs" / slug / f"{case_slug(cid)}.html", env.get_template("case.html.j2").render(
                     **common, case=case, cells=cells, ops=ops, step_name=step_name))
     claims = _claims(results, config)
