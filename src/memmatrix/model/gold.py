@@ -87,8 +87,9 @@ class GoldIndex:
 
     def fact_for_statement(self, statement: str, context: str = "") -> dict | None:
         """The gold fact stated in these words (the first, in file order, when one case states two facts in them).
-        When cases share the words with different facts, the one whose case ``context`` (the prompt the statement came in) points to: it names the fact's value or the value it
-        replaces, or holds a write of its case. None when the context points to no single one."""
+        When cases share the words with different facts, the one whose case ``context`` (the prompt the statement
+        came in) points to: it names the fact's value or the value it replaces, or holds a write of its case.
+        None when the context points to no single one."""
         known = self.by_statement.get(norm(statement), [])
         if len({case for case, _ in known}) <= 1:  # one case's words: its first fact in them, in file order
             return known[0][1] if known else None
