@@ -338,3 +338,11 @@ def test_graphiti_invalidates_the_edge_of_the_case_the_prompt_holds():
     assert reply.matched and json.loads(reply.content)["contradicted_facts"] == [0]
     alone = {**req, "messages": [{"role": "user", "content": text.replace("Sela Marquill", "someone")}]}
     assert not oracle.chat(alone).matched
+
+
+def test_a_shared_statement_nothing_places_is_answered_when_the_answer_reads_only_what_the_cases_share():
+    gold = _two_sisters()
+    alike = ("statement", "subject", "attribute", "intent")
+    assert gold.fact_for_statement("I do not have a sister.", "nothing here", alike)["statement"] == \
+        "I do not have a sister."
+    assert gold.fact_for_statement("I do not have a sister.", "nothing here", alike + ("value",)) is None

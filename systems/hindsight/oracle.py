@@ -104,11 +104,16 @@ class Consolidate:
     def answer(request: dict, gold) -> Reply:
         user = _user(request)
         new_block = user.split("### New facts", 1)[-1].split("### Existing observations", 1)[0]
-        new = [(fid, text, gold.fact_for_statement(_what(text), user)) for fid, text in _FACT_LINE.findall(new_block)]
+        # the answer reads a fact's statement, subject, attribute and intent, never its value: a statement cases share
+        # (a retraction: "I have no nickname.") is answered alike whichever case it is
+        reads, topic = ("statement", "subject", "attribute", "intent"), ("subject", "attribute")
+        new = [(fid, text, gold.fact_for_statement(_what(text), user, reads))
+               for fid, text in _FACT_LINE.findall(new_block)]
         observations = []
         for o in _observations(user):
-            sources = [gold.fact_for_statement(_what(s.get("text", "")), user) for s in o.get("source_memories") or []]
-            sources.append(gold.fact_for_statement(o.get("text", "").split(" (earlier: ")[0], user))
+            sources = [gold.fact_for_statement(_what(s.get("text", "")), user, topic)
+                       for s in o.get("source_memories") or []]
+            sources.append(gold.fact_for_statement(o.get("text", "").split(" (earlier: ")[0], user, topic))
             observations.append((o, {_topic(s) for s in sources if s}))
         creates, updates = [], {}
         for fid, _, fact in new:

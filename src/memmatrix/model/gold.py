@@ -85,18 +85,24 @@ class GoldIndex:
         """Every distinct gold fact stated in these words, in case-file order."""
         return [f for _, f in self.by_statement.get(norm(statement), [])]
 
-    def fact_for_statement(self, statement: str, context: str = "") -> dict | None:
+    def fact_for_statement(self, statement: str, context: str = "", agree: tuple[str, ...] = ()) -> dict | None:
         """The gold fact stated in these words (the first, in file order, when one case states two facts in them).
         When cases share the words with different facts, the one whose case ``context`` (the prompt the statement
         came in) points to: it names the fact's value or the value it replaces, or holds a write of its case.
-        None when the context points to no single one."""
+        None when the context points to no single one, unless the facts it leaves agree on every field in ``agree``
+        (the fields the caller's answer reads): then any of them gives the same answer, and the first is returned."""
         known = self.by_statement.get(norm(statement), [])
         if len({case for case, _ in known}) <= 1:  # one case's words: its first fact in them, in file order
             return known[0][1] if known else None
         cases = {w.case for w in self.writes_in(context)} if context else set()
         pointed = [(case, f) for case, f in known if case in cases or context and any(
             v and contains(context, v) for v in (f.get("value"), f.get("replaces")))]
-        return pointed[0][1] if len({case for case, _ in pointed}) == 1 else None
+        if len({case for case, _ in pointed}) == 1:
+            return pointed[0][1]
+        left = [f for _, f in pointed or known]
+        if agree and len({tuple(f.get(k) for k in agree) for f in left}) == 1:
+            return left[0]
+        return None
 
     def statements_in(self, text: str) -> list[dict]:
         """The gold facts whose statement ``text`` quotes, each once, told apart by ``text`` where cases share one."""
