@@ -179,3 +179,17 @@ def test_an_oracle_answer_edited_in_the_model_transcript_is_caught(config, tmp_p
     forge(d, edit_lines=edit_one_answer, name="model-transcript")
     found = problems(config, d)
     assert any("1 of" in p and "oracle answers differ from what the oracle answers today" in p for p in found), found
+
+
+def test_the_oracle_of_a_system_outside_systems_is_found_through_its_folder(tmp_path, monkeypatch):
+    """A system under a MEMMATRIX_SYSTEMS root is stamped with its adapter's absolute path; re-asking the oracle
+    finds its folder (and its oracle module) by name, as the run did."""
+    from memmatrix.config import Config
+    from memmatrix.reask import oracle_for
+    from conftest import ROOT
+    monkeypatch.setenv("MEMMATRIX_SYSTEMS", str(ROOT / "tests" / "fixtures" / "systems"))
+    config = Config.from_env()
+    stamp = {"system": {"name": "flipper", "version": "1.0.0",
+                        "adapter": str(ROOT / "tests/fixtures/systems/flipper/adapter.py") + ":FlipperAdapter"},
+             "model": {"oracle_version": "1.1.0"}, "dataset": {"path": "cases/deletion/1.2.0.json"}}
+    assert oracle_for(stamp, ROOT / "cases" / "deletion" / "1.2.0.json", config) is not None
