@@ -106,32 +106,28 @@ def _evidence(case: dict, by_op: dict, model_by_op: dict, step_ops: dict) -> tup
     return cells, [named[op] for op in sorted(named)]
 
 
-def _step_ops(lines: list[str]) -> dict:
-    """(case, step) -> the op indexes the transcript records under that step."""
-    out: dict[tuple, set] = {}
-    for line in lines:
-        rec = json.loads(line)
-        if rec.get("kind") == "op" and isinstance(rec.get("index"), int):
-            out.setdefault((rec.get("case"), str(rec.get("step"))), set()).add(rec["index"])
-    return out
-
-
-def _index(lines: list[str], case_key: str, op_key: str) -> dict:
-    """(case, op) -> [(line number, shown text, characters cut, summary)] of a transcript's records."""
-    out: dict[tuple, list] = {}
+def _index(lines: list[str], model: bool = False) -> tuple[dict, dict]:
+    """One pass over a transcript: case -> op -> [(line number, shown text, characters cut, summary)], and (for the
+    harness transcript) case -> step -> the op indexes recorded under that step. A model call's case and op are in
+    its ``context``."""
+    by_case: dict[str, dict[int, list]] = {}
+    steps: dict[str, dict[str, set]] = {}
+    limit = MODEL_LINE_CHARS if model else LINE_CHARS
     for n, line in enumerate(lines, 1):
         try:
             rec = json.loads(line)
         except ValueError:
             continue
-        ctx = rec.get("context") if case_key == "context" else rec
+        ctx = rec.get("context") if model else rec
         if not isinstance(ctx, dict):
             continue
-        case, op = ctx.get("case"), ctx.get(op_key)
-        if case is not None and isinstance(op, int):
-            limit = MODEL_LINE_CHARS if case_key == "context" else LINE_CHARS
-            out.setdefault((case, op), []).append((n, *_cut(line, limit), summary(rec)))
-    return out
+        case, op = ctx.get("case"), ctx.get("index")
+        if case is None or not isinstance(op, int):
+            continue
+        by_case.setdefault(case, {}).setdefault(op, []).append((n, *_cut(line, limit), summary(rec)))
+        if not model and rec.get("kind") == "op":
+            steps.setdefault(case, {}).setdefault(str(rec.get("step")), set()).add(op)
+    return by_case, steps
 
 
 def grid(table: dict) -> tuple[list[str], list[tuple[str, list]]]:
@@ -225,8 +221,7 @@ def write_site(paths: list[Path], out: Path, config) -> Path:
             slug = slugs[id(row.result)]
             folder = row.path.parent
             lines, mlines = _lines(folder, "transcript"), _lines(folder, "model-transcript")
-            by_op, model_by_op = _index(lines, "case", "index"), _index(mlines, "context", "index")
-            step_ops = _step_ops(lines)
+            (by_op, step_ops), (model_by_op, _) = _index(lines), _index(mlines, model=True)
             files = {"transcript": row.result["transcript"]["file"],
                      "model": (row.result.get("model_transcript") or {}).get("file")}
             common = {"sec": sec, "row": row, "slug": slug, "root": "../../", "files": files, "artifact": folder}
@@ -234,9 +229,7 @@ def write_site(paths: list[Path], out: Path, config) -> Path:
                 **common, case_slug=case_slug, step_name=step_name, costs=cost_tables(row.result)))
             for case in row.result["cases"]:
                 cid = case["id"]
-                cells, ops = _evidence(case, {op: v for (c, op), v in by_op.items() if c == cid},
-                                       {op: v for (c, op), v in model_by_op.items() if c == cid},
-                                       {st: v for (c, st), v in step_ops.items() if c == cid})
+                cells, ops = _evidence(case, by_op.get(cid, {}), model_by_op.get(cid, {}), step_ops.get(cid, {}))
                 _write(out / "runs" / slug / f"{case_slug(cid)}.html", env.get_template("case.html.j2").render(
                     **common, case=case, cells=cells, ops=ops, step_name=step_name))
     claims = _claims(results, config)
