@@ -86,3 +86,24 @@ def test_grant_search_opens_only_the_folders_below_the_temp_directory(tmp_path):
             assert not Path.home().stat().st_mode & stat.S_IXOTH
     finally:
         closed.rmdir()
+
+
+def test_concurrent_writers_are_in_flight_together_and_a_failure_is_that_writers_own():
+    import threading
+    from memmatrix.adapterkit import concurrently
+    first, second = threading.Event(), threading.Event()
+
+    def one():  # returns only once the other writer has started: run one after the other, it times out
+        first.set()
+        if not second.wait(5):
+            raise TimeoutError("the other writer never started")
+        return {"ids": ["m1"]}
+
+    def two():
+        second.set()
+        if not first.wait(5):
+            raise TimeoutError("the other writer never started")
+        raise RuntimeError("busy")
+
+    assert concurrently([one, two]) == [{"ids": ["m1"]}, {"error": "RuntimeError: busy"}]
+

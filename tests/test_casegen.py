@@ -157,7 +157,11 @@ def test_a_generated_contradiction_case_with_a_guessable_sibling_is_rejected(con
     path.write_text(json.dumps(data))
     with pytest.raises(CaseFileError, match="fewer than 5 digits"):
         load_cases(path, config, get_protocol("contradiction"))
-    del data["set"]  # a hand-written file keeps only the structural rules (1.3.0 has a four-digit rating)
+    del data["set"]  # still generated from a spec: the generated rules hold
+    path.write_text(json.dumps(data))
+    with pytest.raises(CaseFileError, match="fewer than 5 digits"):
+        load_cases(path, config, get_protocol("contradiction"))
+    del data["generated_from"]  # a hand-written file keeps only the structural rules (1.3.0 has a four-digit rating)
     path.write_text(json.dumps(data))
     load_cases(path, config, get_protocol("contradiction"))
 
@@ -215,3 +219,35 @@ def test_a_history_question_that_shares_no_word_with_the_fact_it_asks_about_is_r
     assert case_problems(case) == []
     case["targets"]["original"]["history_queries"] = ["What nickname did I give you before?"]
     assert any("no history question shares a word" in p for p in case_problems(case)), case_problems(case)
+
+
+CONC = ROOT / "cases/specs/concurrency-1.0.0.yaml"
+
+
+def test_the_committed_concurrency_cases_are_what_their_spec_generates_and_are_the_default(config, capsys):
+    from memmatrix.cases import default_case_file
+    assert main(["cases", "generate", str(CONC), "--check"]) == 0
+    assert default_case_file(config, "concurrency") == ROOT / "cases/concurrency/1.0.0.json"
+
+
+def test_the_concurrency_cases_rotate_their_shapes_and_write_the_same_words_alone_and_together():
+    data = generate(load_spec(CONC))
+    shapes = [c["shape"] for c in data["cases"]]
+    assert {s: shapes.count(s) for s in set(shapes)} == {"disjoint": 8, "correction": 8, "entangled": 8}
+    for case in data["cases"]:
+        together = next(op for op in case["ops"] if op["op"] == "concurrent")
+        alone = [op["messages"] for op in case["ops"] if op["op"] == "write" and op["scope"] == "seq"][1:]
+        assert [w["messages"] for w in together["writes"]] == alone
+        assert ("stale" in case["targets"]) == (case["shape"] != "disjoint")
+
+
+def test_a_concurrency_case_whose_concurrent_write_is_never_written_alone_is_rejected():
+    from memmatrix.protocols import get_protocol
+    case = json.loads(json.dumps(generate(load_spec(CONC))["cases"][1]))
+    proto = get_protocol("concurrency")
+    assert proto.validate_case(case) == []
+    together = next(op for op in case["ops"] if op["op"] == "concurrent")
+    together["writes"][1]["messages"] = [{"role": "user", "content": "Something never said alone."}]
+    assert any("written, alone, in scope 'seq'" in p for p in proto.validate_case(case))
+    case["ops"] = [op for op in case["ops"] if not (op["op"] == "expect" and op["scope"] == "seq")]
+    assert any("needs an expect in scope 'seq'" in p for p in proto.validate_case(case))

@@ -19,6 +19,7 @@ import deletion as ddoubles  # noqa: E402
 import writepath as wdoubles  # noqa: E402
 import door as odoubles  # noqa: E402
 import boundaries as bdoubles  # noqa: E402
+import concurrency as ccdoubles  # noqa: E402
 
 
 def cells(run_dir: Path) -> dict[str, dict[str, str]]:
@@ -180,3 +181,41 @@ def test_every_boundaries_column_has_its_double():
     from memmatrix.protocols import get_protocol
     assert {d.MEASURE for d in bdoubles.DOUBLES} == {s.key for s in get_protocol("boundaries").steps}
 
+
+
+@pytest.fixture(scope="module")
+def concurrency_reference(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cc-reference")
+    return measures(run(fast_config(tmp), "reference", tmp / "out", protocol="concurrency"))
+
+
+def test_the_reference_loses_no_concurrent_write(concurrency_reference):
+    assert concurrency_reference == {"S": (80, 80), "W": (64, 64), "T": (16, 16)}
+
+
+@pytest.mark.parametrize("double", [*ccdoubles.DOUBLES, ccdoubles.RefusesTheSecondWriter], ids=lambda d: d.__name__)
+def test_each_concurrency_double_moves_exactly_its_own_column(config, tmp_path, concurrency_reference, double):
+    moves_only_its_own(config, tmp_path, "concurrency", double, concurrency_reference)
+
+
+def test_every_concurrency_column_but_the_control_has_its_double():
+    from memmatrix.protocols import get_protocol
+    assert {d.MEASURE for d in ccdoubles.DOUBLES} == {s.key for s in get_protocol("concurrency").steps} - {"S"}
+
+
+def test_a_refused_writer_writes_again_alone_and_is_not_lost(config, tmp_path):
+    out = run(config, f"{DOUBLES / 'concurrency.py'}:RefusesTheSecondWriter", tmp_path, protocol="concurrency")
+    from memmatrix.transcript import read_lines
+    records = read_lines(out / "transcript.jsonl.xz")
+    retries = [r for r in records if r.get("kind") == "call" and r.get("retry") == 1]
+    assert len(retries) == 24 and all(r["call"] == "write" for r in retries)
+    r = json.loads((out / "result.json").read_text())
+    w = [c for case in r["cases"] for c in case["cells"] if c["step"] == "W"]
+    assert all(c["verdict"] == "PASS" and "refused, not lost" in c["reason"] for c in w)
+
+
+def test_without_concurrent_writes_only_the_control_is_measured(config, tmp_path):
+    out = run(config, f"{DOUBLES / 'concurrency.py'}:NoConcurrentWrites", tmp_path, protocol="concurrency")
+    got = {(c["step"], c["verdict"]) for case in json.loads((out / "result.json").read_text())["cases"]
+           for c in case["cells"]}
+    assert got == {("S", "PASS"), ("W", "UNSUPPORTED"), ("T", "UNSUPPORTED")}

@@ -147,3 +147,18 @@ def test_graphiti_on_the_falkordb_service(gconfig, tmp_path):
     assert row(out) == dict(zip(STEPS, [P, P, P, P, P, F, P, F, F, U, U, U, U]))
     digests = json.loads((out / "result.json").read_text())["stamp"]["system"]["image_digests"]
     assert set(digests) == {"adapter", "falkordb", "gateway"}
+
+
+def test_concurrent_episodes_of_one_group_lose_nothing(gconfig, tmp_path):
+    data = json.loads((ROOT / "cases/concurrency/1.0.0.json").read_text())
+    data["cases"] = [c for c in data["cases"] if c["id"] in ("disjoint-facts-000", "correction-home-001",
+                                                             "entangled-job-002")]
+    subset = tmp_path / "subset.json"
+    subset.write_text(json.dumps(data))
+    out = run(gconfig, "graphiti", tmp_path / "out", runtime="embedded", protocol="concurrency", cases=subset)
+    result = json.loads((out / "result.json").read_text())
+    rows = {c["shape"]: {x["step"]: x["verdict"] for x in c["cells"]} for c in result["cases"]}
+    assert rows == {"disjoint": {"S": P, "W": P}, "correction": {"S": P, "W": P, "T": P},
+                    "entangled": {"S": P, "W": P, "T": P}}
+    assert result["cost"]["total"]["unmatched"] == 0
+    assert result["cost"]["per_operation"]["write_concurrent"]["llm_calls"] >= 6

@@ -161,3 +161,26 @@ def test_messages_probe_matches_the_scope_exactly(monkeypatch, tmp_path):
     assert adapter._messages("dana") == ["user: My library card number is 83217406."]
     assert adapter._messages("dana-team") == ["user: The team's parking permit number is 40718265."]
     assert adapter.probe("messages-table", "dana", {"token": "40718265", "text": "x"})["state"] == "absent"
+
+
+def concurrency_subset(tmp_path, ids=("disjoint-facts-000", "correction-home-001", "entangled-job-002")):
+    data = json.loads((ROOT / "cases/concurrency/1.0.0.json").read_text())
+    data["cases"] = [c for c in data["cases"] if c["id"] in ids]
+    f = tmp_path / "concurrency-subset.json"
+    f.write_text(json.dumps(data))
+    return f
+
+
+@heavy
+@pytest.mark.parametrize("version,corrected", [("2.2.1", F), ("1.0.11", P)])
+def test_concurrent_adds_lose_nothing_and_a_correction_holds_where_it_does_alone(mem0_config, tmp_path, version,
+                                                                                 corrected):
+    out = run(mem0_config, f"mem0@{version}", tmp_path / "out", runtime="embedded", protocol="concurrency",
+              cases=concurrency_subset(tmp_path))
+    rows = {c["shape"]: {x["step"]: x["verdict"] for x in c["cells"]} for c in result(out)["cases"]}
+    assert rows["disjoint"] == {"S": P, "W": P}
+    # 2.2.1 is ADD-only: alone too, the corrected value stays beside its correction, so T has nothing to compare
+    for shape in ("correction", "entangled"):
+        assert rows[shape] == {"S": corrected, "W": P, "T": S if corrected == F else P}, shape
+    cost = result(out)["cost"]
+    assert cost["total"]["unmatched"] == 0 and cost["per_operation"]["write_concurrent"]["llm_calls"] >= 6

@@ -15,7 +15,7 @@ An adapter is a plain class. It needs no base class and imports nothing from mem
         def write(self, scope, at, messages): ...
         def door(self, query, scope, door, at): ...
         # optional: settle, recall, forget, update, run_background_jobs,
-        #           probe, audit, share, import_history, trace, close
+        #           probe, audit, share, import_history, trace, write_concurrent, close
 
 Every operation it defines must take exactly the parameters listed in OPERATIONS;
 a mismatch is reported when the adapter is loaded, naming the method and the fix.
@@ -62,9 +62,10 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "share": ("scope", "to_scope", "at", "text"),
     "import_history": ("scope", "at", "messages"),
     "trace": ("scope", "id"),
+    "write_concurrent": ("scope", "at", "writes"),
 }
 #: Operations added after wire version 1 was published: an adapter that does not declare one has it unsupported.
-UNDECLARED_UNSUPPORTED = ("trace",)
+UNDECLARED_UNSUPPORTED = ("trace", "write_concurrent")
 #: Operations every adapter must define.
 REQUIRED = ("capabilities", "reset", "write", "door")
 
@@ -236,6 +237,28 @@ def sqlite_hits(db: str | Path, token: str) -> list[str]:
     finally:
         con.close()
     return sorted(set(hits))
+
+
+def concurrently(calls: list) -> list[dict]:
+    """Run each zero-argument call on a thread of its own, all released at once, as concurrent writers would:
+    the answer of ``write_concurrent``. Each call returns a write answer; one that raises is that writer's
+    ``{"error": ...}`` (the system refused or failed it), never the whole operation's."""
+    gate = threading.Barrier(len(calls))
+    out: list[dict] = [{} for _ in calls]
+
+    def writer(i: int, call) -> None:
+        try:
+            gate.wait(timeout=30)
+            out[i] = call() or {}
+        except Exception as exc:  # a writer's failure is its own answer: the other writers still count
+            out[i] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
+
+    threads = [threading.Thread(target=writer, args=(i, c), daemon=True) for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
 
 
 class AdapterLoadError(Exception):

@@ -16,7 +16,7 @@ from .errors import MemmatrixError
 from .model import GatewaySettings
 from .matrix import split_list
 from .private import check_private_out
-from .protocols import EvalProtocol, get_protocol, protocol_names
+from .protocols import EvalProtocol, get_protocol, main_job_protocols
 from .request import RunRequest, check_options, check_out
 from .systems import SystemSpec
 
@@ -58,7 +58,7 @@ class Batch:
                                  "runtime has one gateway service per project: use --runtime embedded, or --jobs 1")
         if protocol is None and cases:  # a case file names its protocol
             protocol = [read_case_json(Path(cases)).get("protocol", "")]
-        names = split_list(protocol or protocol_names())  # commas, spaces or newlines
+        names = split_list(protocol or main_job_protocols())  # commas, spaces or newlines
         protocols = [get_protocol(p) for p in names]
         if cases and len(protocols) > 1:
             raise MemmatrixError("--cases names one case file, so give exactly one --protocol with it")

@@ -34,9 +34,9 @@ def load_spec(path: Path) -> dict:
     if "base" in spec:  # a variant of another spec: its keys over the base's
         spec = {**load_spec(Path(path).parent / spec["base"]), **{k: v for k, v in spec.items() if k != "base"}}
     spec["file"] = Path(path).name  # named in the generated file (cases/specs/<file>)
-    if spec.get("protocol") not in ("deletion", "contradiction"):
-        raise CaseFileError(f"{path}: the generator makes deletion and contradiction cases, not {spec.get('protocol')!r}; "
-                            "set protocol: to one of them")
+    if spec.get("protocol") not in ("deletion", "contradiction", "concurrency"):
+        raise CaseFileError(f"{path}: the generator makes deletion, contradiction and concurrency cases, not "
+                            f"{spec.get('protocol')!r}; set protocol: to one of them")
     return spec
 
 
@@ -187,6 +187,10 @@ def _case(spec: dict, n: int, shape_name: str, axes: dict, rng: random.Random, v
 
 
 def output_path(spec: dict) -> str:
+    """``cases/<protocol>/<set>-<version>.json``; a spec with ``default: true`` makes the protocol's own case file,
+    ``cases/<protocol>/<version>.json``."""
+    if spec.get("default"):
+        return f"cases/{spec['protocol']}/{spec['version']}.json"
     return f"cases/{spec['protocol']}/{spec.get('set', 'breadth')}-{spec['version']}.json"
 
 
@@ -214,6 +218,9 @@ def generate(spec: dict) -> dict:
     if spec["protocol"] == "contradiction":
         from .casegen_contradiction import cases as contradiction_cases
         cases = contradiction_cases(spec, rng, values)
+    elif spec["protocol"] == "concurrency":
+        from .casegen_concurrency import cases as concurrency_cases
+        cases = concurrency_cases(spec, rng, values)
     else:
         shapes = list(spec["shapes"])
         names, choices = list(spec["axes"]), list(itertools.product(*spec["axes"].values()))
@@ -223,6 +230,6 @@ def generate(spec: dict) -> dict:
             cases.append(_case(spec, n, shapes[n % len(shapes)], axes, rng, values))
     return {"$schema": "../../schemas/cases.schema.json", "kind": "memmatrix.cases", "protocol": spec["protocol"],
             "version": str(spec["version"]), "description": " ".join(str(spec["description"]).split()),
-            "set": spec.get("set", "breadth"),
+            **({} if spec.get("default") else {"set": spec.get("set", "breadth")}),
             "generated_from": {"spec": f"cases/specs/{spec['file']}", "seed": spec["seed"]},
             "clock": spec["clock"], "cases": cases}

@@ -93,7 +93,7 @@ def load_cases(path: Path, config: Config, protocol: EvalProtocol) -> CaseFile:
         for case in data["cases"]:
             problems.extend(protocol.validate_case(case))
             problems.extend(_normalisable(case))
-            if data.get("set"):
+            if data.get("set") or data.get("generated_from"):
                 problems.extend(protocol.generated_problems(case))
         problems.extend(file_problems(data))
     if problems:

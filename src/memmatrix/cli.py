@@ -18,7 +18,7 @@ from .commands import (cmd_action, cmd_bisect, cmd_cases_generate, cmd_check_cas
                        cmd_sweep, cmd_systems, cmd_timeline)
 from .config import Config
 from .errors import MemmatrixError
-from .protocols import protocol_names
+from .protocols import main_job_protocols, protocol_names
 from .runtimes import RUNTIMES
 
 
@@ -160,7 +160,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--system", action="append", metavar="NAME[@VERSION]|PATH.py:CLASS",
                    help="a system under systems/, or any adapter file; repeatable; default: every system")
     r.add_argument("--protocol", action="append", default=None, metavar="NAME",
-                   help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: all of them")
+                   help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: all but "
+                   f"the stress protocols ({', '.join(sorted(set(protocol_names()) - set(main_job_protocols())))})")
     r.add_argument("--runtime", default="embedded", choices=RUNTIMES, help="where adapters run (default: embedded)")
     r.add_argument("--cases", metavar="FILE", help="case file (default: the newest cases/<protocol>/*.json)")
     r.add_argument("--out", default="memmatrix-results", metavar="DIR",
@@ -238,7 +239,8 @@ def parser() -> argparse.ArgumentParser:
             w.add_argument("--again", action="store_true", help="run releases that already have a result again")
             w.add_argument("--bisect", action="store_true", help="then bisect every change point (as `memmatrix bisect`)")
         w.add_argument("--protocol", action="append", default=None, metavar="NAME",
-                       help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: all of them")
+                       help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: all but "
+                   f"the stress protocols ({', '.join(sorted(set(protocol_names()) - set(main_job_protocols())))})")
         w.add_argument("--runtime", default="embedded", choices=RUNTIMES, help="where adapters run (default: embedded)")
         w.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
         w.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .overhead import nearest_rank
 
-WRITE_PATH = ("write", "update", "forget", "import_history", "run_background_jobs", "share")
+WRITE_PATH = ("write", "write_concurrent", "update", "forget", "import_history", "run_background_jobs", "share")
 READ_PATH = ("door", "recall")
 _WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)  # the oracle's token estimate (model/dialects/common.py)
 
@@ -72,8 +72,17 @@ def source_bytes(records: list[dict], case: str) -> int:
     """Bytes of the messages a case wrote through the system's write path (the source its stores hold)."""
     n = 0
     for r in records:
-        if r.get("kind") == "call" and r.get("case") == case and r.get("call") in ("write", "import_history"):
-            for m in (r.get("args") or {}).get("messages", []) or []:
+        if r.get("kind") != "call" or r.get("case") != case or r.get("retry") is not None:
+            continue  # a refused writer's second write sends the same source again
+        args = r.get("args") or {}
+        if r.get("call") in ("write", "import_history"):
+            batches = [args.get("messages") or []]
+        elif r.get("call") == "write_concurrent":
+            batches = args.get("writes") or []
+        else:
+            continue
+        for messages in batches:
+            for m in messages:
                 n += len(str(m.get("content", "")).encode())
     return n
 

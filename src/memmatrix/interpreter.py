@@ -95,6 +95,24 @@ class CaseInterpreter:
                                    "messages": spec["messages"]}, ctx)
         self.clock.advance()
 
+    def _op_concurrent(self, spec: dict, ctx: dict) -> None:
+        """Writes sent together, each by a writer of its own, at one time. A writer the system refused (its
+        answer is an error) writes again afterwards, alone, as a writer told of a failure would: a refusal is
+        visible, a loss is not."""
+        if not self._supported("write_concurrent", ctx):
+            return
+        writes = [w["messages"] for w in spec["writes"]]
+        ok, result = self.client.call("write_concurrent", {"scope": self._scope(spec["scope"]), "at": self.clock.now(),
+                                                           "writes": writes}, ctx)
+        self.clock.advance()
+        if not ok:
+            return
+        for i, answer in enumerate(result["writes"]):
+            if "error" in answer and i < len(writes):
+                self.client.call("write", {"scope": self._scope(spec["scope"]), "at": self.clock.now(),
+                                           "messages": writes[i]}, {**ctx, "retry": i})
+                self.clock.advance()
+
     def _op_import(self, spec: dict, ctx: dict) -> None:
         if self._supported("import_history", ctx):
             at = self.times.get(spec["at_of"], self.clock.now()) if "at_of" in spec else self.clock.now()

@@ -43,7 +43,7 @@ from pathlib import Path
 
 os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")  # read at import: must precede it
 
-from adapterkit import contains, coverage  # noqa: E402
+from adapterkit import concurrently, contains, coverage  # noqa: E402
 
 FORGET_COVERAGE = 0.8  # a memory is what the request names when it holds 80% of its content words
 FORGET_PATHS = {
@@ -176,6 +176,7 @@ class GraphitiAdapter:
                 "share": no("Graphiti has no share or export between group_ids"),
                 "import_history": {"support": "supported"},
                 "trace": {"support": "supported"},
+                "write_concurrent": {"support": "supported"},
             },
             "doors": [
                 {"name": "search", "description": "search() as shipped, rendered by search_results_to_context_string"},
@@ -221,14 +222,26 @@ class GraphitiAdapter:
         self._run(wipe())
         self.graphs = {}
 
-    def write(self, scope: str, at: str, messages: list) -> dict:
+    def _episode(self, g, scope: str, at: str, messages: list, name: str):
         from graphiti_core.nodes import EpisodeType
-        body = transcript(messages)
-        g = self._graph(scope)
-        res = self._run(g.add_episode(name=f"{scope}@{at}", episode_body=body, source=EpisodeType.message,
-                                      source_description="conversation", reference_time=when(at),
-                                      group_id=group_id_of(scope)))
+        return g.add_episode(name=name, episode_body=transcript(messages), source=EpisodeType.message,
+                             source_description="conversation", reference_time=when(at), group_id=group_id_of(scope))
+
+    def write(self, scope: str, at: str, messages: list) -> dict:
+        res = self._run(self._episode(self._graph(scope), scope, at, messages, f"{scope}@{at}"))
         return {"ids": [res.episode.uuid]}
+
+    def write_concurrent(self, scope: str, at: str, writes: list) -> dict:
+        """Every write an add_episode of its own, awaited together on the event loop (asyncio.gather): writers
+        of one group at once, as an application serving two conversations of one user calls it."""
+        g = self._graph(scope)
+
+        async def together():
+            done = await asyncio.gather(*(self._episode(g, scope, at, m, f"{scope}@{at}#{i + 1}")
+                                          for i, m in enumerate(writes)), return_exceptions=True)
+            return [{"error": f"{type(r).__name__}: {r}"[:2000]} if isinstance(r, BaseException)
+                    else {"ids": [r.episode.uuid]} for r in done]
+        return {"writes": self._run(together())}
 
     def import_history(self, scope: str, at: str, messages: list) -> dict:
         """The bulk ingestion path: add_episode_bulk, with the material's own (older) reference time."""

@@ -22,7 +22,7 @@ import os
 import time
 from pathlib import Path
 
-from adapterkit import contains, coverage
+from adapterkit import concurrently, contains, coverage
 
 from compat import detect
 
@@ -187,6 +187,7 @@ class LettaAdapter:
                 "share": no("Letta has no share between agents short of attaching a block to both; no export of "
                             "individual memories"),
                 "import_history": {"support": "supported"},
+                "write_concurrent": {"support": "supported"},
             },
             "doors": [{"name": "context", "description": (
                 "what Letta puts in the agent's context for the query: its compiled core memory (GET "
@@ -243,6 +244,12 @@ class LettaAdapter:
         res = self._api("POST", f"/agents/{agent}/messages", {"messages": msgs})
         return {"ids": [m["id"] for m in res.get("messages", []) if m.get("id")],
                 "stop_reason": (res.get("stop_reason") or {}).get("stop_reason")}
+
+    def write_concurrent(self, scope: str, at: str, writes: list) -> dict:
+        """Each write a POST /agents/{id}/messages of its own to the one agent, sent together from threads, as
+        two clients of one agent send them; the agent exists before they start."""
+        self._agent(scope)
+        return {"writes": concurrently([lambda m=m: self.write(scope, at, m) for m in writes])}
 
     def import_history(self, scope: str, at: str, messages: list) -> dict:
         agent = self._agent(scope)

@@ -22,10 +22,11 @@ import json
 import os
 import sqlite3
 import sys
+import threading
 from importlib.metadata import version as installed
 from pathlib import Path
 
-from adapterkit import contains, coverage
+from adapterkit import concurrently, contains, coverage
 import compat
 
 MEM0_DEFAULT_DIMS = 1536  # mem0's OpenAI embedder and qdrant config default (embedding_dims / embedding_model_dims)
@@ -80,6 +81,7 @@ class Mem0Adapter:
         if f.kuzu:  # graph memory is opt-in; kuzu's default db is ":memory:", lost on every restart
             cfg["graph_store"] = {"provider": "kuzu", "config": {"db": str(data / "kuzu.db")}}
         self.owners_file = data / "owners.json"  # which memory ids each scope's writes produced
+        self.owners_lock = threading.Lock()  # the adapter's own bookkeeping, never mem0's: concurrent writers share it
         self.m = Memory.from_config(cfg)
         self.graph = bool(getattr(self.m, "enable_graph", False))
         self.history_db = Path(self.m.config.history_db_path)
@@ -89,11 +91,12 @@ class Mem0Adapter:
         return json.loads(self.owners_file.read_text()) if self.owners_file.exists() else {}
 
     def _own(self, scope: str, results: list) -> list[str]:
-        owners = self._owners()
         ids = [r["id"] for r in results if r.get("id")]
-        owners.setdefault(scope, [])
-        owners[scope] += [i for i in ids if i not in owners[scope]]
-        self.owners_file.write_text(json.dumps(owners))
+        with self.owners_lock:
+            owners = self._owners()
+            owners.setdefault(scope, [])
+            owners[scope] += [i for i in ids if i not in owners[scope]]
+            self.owners_file.write_text(json.dumps(owners))
         return ids
 
     def _search(self, query: str, scope: str, k: int | None = None):
@@ -163,6 +166,7 @@ class Mem0Adapter:
                 "share": no("mem0 OSS has no share or export to another user"),
                 "import_history": {"support": "supported"} if self.f.infer else
                 no("this release's add() has no infer=False (from 0.1.69): every write is extracted"),
+                "write_concurrent": {"support": "supported"},
             },
             "doors": [{"name": "search", "description": "search() at its default size, its result as JSON with every field "
                                                         "mem0 returns, as mem0's MCP servers hand it to an agent"}],
@@ -221,6 +225,11 @@ class Mem0Adapter:
 
     def write(self, scope: str, at: str, messages: list) -> dict:
         return {"ids": self._add(scope, messages, infer=True)}
+
+    def write_concurrent(self, scope: str, at: str, writes: list) -> dict:
+        """Each write a Memory.add of its own on one Memory, from threads started together: two request handlers
+        of one application, as mem0's own server runs them."""
+        return {"writes": concurrently([lambda m=m: self.write(scope, at, m) for m in writes])}
 
     def import_history(self, scope: str, at: str, messages: list) -> dict:
         """mem0's direct import path: add(infer=False) stores each message verbatim, no extraction."""

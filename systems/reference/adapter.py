@@ -8,10 +8,11 @@ mode a real model.
 from __future__ import annotations
 
 import json
+import threading
 import urllib.request
 from pathlib import Path
 
-from adapterkit import contains
+from adapterkit import concurrently, contains
 from refmemory import RefMemory
 
 TOP = 8
@@ -36,6 +37,7 @@ class ReferenceAdapter:
         root = Path(config["data_dir"]) / "reference"
         root.mkdir(parents=True, exist_ok=True)
         self.mem = RefMemory(root, int(config.get("seed", 0)))
+        self.lock = threading.Lock()  # concurrent writers extract at once; each applies its facts alone
 
     def _extract(self, messages: list) -> list[dict]:
         convo = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
@@ -63,6 +65,7 @@ class ReferenceAdapter:
                 "share": {"support": "supported"},
                 "import_history": {"support": "supported"},
                 "trace": {"support": "supported"},
+                "write_concurrent": {"support": "supported"},
             },
             "doors": [{"name": "prompt", "description": "the memory block injected into the model's prompt"}],
             "stores": [
@@ -87,7 +90,13 @@ class ReferenceAdapter:
         return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
     def write(self, scope: str, at: str, messages: list) -> dict:
-        return {"ids": self.mem.remember(scope, at, self._extract(messages), self._source(messages))}
+        facts = self._extract(messages)
+        with self.lock:
+            return {"ids": self.mem.remember(scope, at, facts, self._source(messages))}
+
+    def write_concurrent(self, scope: str, at: str, writes: list) -> dict:
+        """Each write on a thread of its own: the extractions run at once, the store applies one write at a time."""
+        return {"writes": concurrently([lambda m=m: self.write(scope, at, m) for m in writes])}
 
     def import_history(self, scope: str, at: str, messages: list) -> dict:
         """Bulk import of an old transcript, at the time it was written (not the time of import)."""

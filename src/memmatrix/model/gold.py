@@ -34,6 +34,13 @@ class GoldWrite:
     facts: tuple[dict, ...]
 
 
+def _writes(op: dict) -> list[dict]:
+    """The writes an op makes, each with its messages and gold: one, or each writer's of a concurrent op."""
+    if op["op"] in ("write", "import"):
+        return [op]
+    return list(op.get("writes", [])) if op["op"] == "concurrent" else []
+
+
 class GoldIndex:
     def __init__(self, case_files: list[dict], ablation: str = ""):
         self.ablation = ablation  # an oracle imperfect on purpose (settings.ABLATIONS)
@@ -42,15 +49,17 @@ class GoldIndex:
         for cf in case_files:
             for case in cf["cases"]:
                 for i, op in enumerate(case["ops"]):
-                    if op["op"] not in ("write", "import"):
-                        continue
-                    users = tuple(norm(m["content"]) for m in op["messages"] if m["role"] == "user")
-                    facts = tuple(self._complete(f) for f in op["gold"])
-                    self.writes.append(GoldWrite(case["id"], i, users, facts))
-                    for f in facts:
-                        known = self.by_statement.setdefault(norm(f["statement"]), [])
-                        if not any(_ident(g) == _ident(f) for _, g in known):
-                            known.append((case["id"], f))
+                    for w in _writes(op):
+                        self._index(case["id"], i, w)
+
+    def _index(self, case: str, index: int, op: dict) -> None:
+        users = tuple(norm(m["content"]) for m in op["messages"] if m["role"] == "user")
+        facts = tuple(self._complete(f) for f in op["gold"])
+        self.writes.append(GoldWrite(case, index, users, facts))
+        for f in facts:
+            known = self.by_statement.setdefault(norm(f["statement"]), [])
+            if not any(_ident(g) == _ident(f) for _, g in known):
+                known.append((case, f))
 
     @staticmethod
     def _complete(fact: dict) -> dict:

@@ -5,13 +5,15 @@ from __future__ import annotations
 from ..errors import ConfigError
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, VERDICTS, Cell, EvalProtocol, StepDef
 from .boundaries import BoundariesProtocol
+from .concurrency import ConcurrencyProtocol
 from .contradiction import ContradictionProtocol
 from .deletion import DeletionProtocol
 from .door import DoorProtocol
 from .writepath import WritePathProtocol
 
 _PROTOCOLS: dict[str, EvalProtocol] = {p.name: p for p in (DeletionProtocol(), ContradictionProtocol(), WritePathProtocol(),
-                                                           DoorProtocol(), BoundariesProtocol())}
+                                                           DoorProtocol(), BoundariesProtocol(),
+                                                           ConcurrencyProtocol())}
 
 
 def get_protocol(name: str) -> EvalProtocol:
@@ -25,5 +27,10 @@ def protocol_names() -> list[str]:
     return sorted(_PROTOCOLS)
 
 
+def main_job_protocols() -> list[str]:
+    """The protocols a run without --protocol runs (the stress protocols are asked for by name)."""
+    return [n for n in protocol_names() if _PROTOCOLS[n].in_main_job]
+
+
 __all__ = ["ERROR", "FAIL", "PASS", "SKIP", "UNSUPPORTED", "VERDICTS", "Cell", "EvalProtocol", "StepDef",
-           "get_protocol", "protocol_names"]
+           "get_protocol", "main_job_protocols", "protocol_names"]

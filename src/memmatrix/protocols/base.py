@@ -82,7 +82,7 @@ class OpRecords:
 
 
 #: Calls after which a system has unapplied changes until it settles again.
-CHANGES = frozenset({"write", "forget", "update", "import_history", "share", "run_background_jobs", "restart", "reset"})
+CHANGES = frozenset({"write", "write_concurrent", "forget", "update", "import_history", "share", "run_background_jobs", "restart", "reset"})
 
 
 def settled_after(settled: bool | None, rec: dict) -> bool | None:
@@ -129,6 +129,7 @@ class EvalProtocol:
     steps: tuple[StepDef, ...] = ()
     uses_judge: bool = False  # does scoring consult the pinned judge where qualifiers are missing
     repeated: bool = False    # are runs repeated (a system with a model inside may answer differently each time)
+    in_main_job: bool = True  # does a run without --protocol run it (a stress protocol is asked for by name)
 
     def step(self, key: str) -> StepDef:
         for s in self.steps:
