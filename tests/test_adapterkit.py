@@ -107,3 +107,52 @@ def test_concurrent_writers_are_in_flight_together_and_a_failure_is_that_writers
 
     assert concurrently([one, two]) == [{"ids": ["m1"]}, {"error": "RuntimeError: busy"}]
 
+
+@pytest.fixture
+def adapter_server(tmp_path):
+    """examples/minimal_adapter.py behind adapterkit's server, in a process of its own: its port."""
+    import subprocess
+    import sys
+    import time
+    import memmatrix.adapterkit as kit
+    root = Path(__file__).resolve().parents[1]
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen([sys.executable, kit.__file__, "--adapter", f"{root}/examples/minimal_adapter.py:MinimalAdapter",
+                             "--data-dir", str(tmp_path), "--port", "0", "--port-file", str(port_file)],
+                            stdout=subprocess.DEVNULL)
+    for _ in range(200):
+        if port_file.exists():
+            break
+        time.sleep(0.05)
+    yield int(port_file.read_text())
+    proc.terminate()
+    proc.wait(10)
+
+
+def exchange(port: int, raw: bytes) -> bytes:
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(raw)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def test_the_server_answers_every_client_the_wire_meets(adapter_server):
+    import requests
+    from memmatrix.wire import HttpEndpoint
+    assert requests.get(f"http://127.0.0.1:{adapter_server}/health", timeout=5).json()["ok"] is True
+    e = HttpEndpoint(f"http://127.0.0.1:{adapter_server}")
+    assert "write" in e.call("init", {"config": {}}, 5)["implemented"]
+    assert e.call("write", {"scope": "u", "at": "2026-01-01T00:00:00Z",
+                            "messages": [{"role": "user", "content": "hi"}]}, 5) is not None
+    e.close()
+    old = exchange(adapter_server, b"GET /health HTTP/1.0\r\n\r\n")  # HTTP/1.0: the standard parser's way
+    assert old.startswith(b"HTTP/1.") and b'"ok": true' in old
+    chunked = exchange(adapter_server, b"POST /call HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                       b"2\r\n{}\r\n0\r\n\r\n")
+    assert chunked.startswith(b"HTTP/1.1 411")
+    lower = exchange(adapter_server, b"POST /nowhere HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
+    assert lower.startswith(b"HTTP/1.1 404") and b"no route /nowhere" in lower

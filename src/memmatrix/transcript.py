@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .canon import canonical, read_text, sha256_bytes
-from .adapterkit import holds_run, token_tuple
+from .adapterkit import holds_run, plain, token_tuple
 from .tokens import tokens
 
 ID_KEYS = frozenset({"id", "ids", "memory_id", "memory_ids", "source_ids", "superseded_by", "copy_of"})
@@ -82,6 +82,12 @@ class Normalizer:
         """Which needles ``text`` holds (their indices)."""
         if not self.needles:
             return frozenset()
+        # plain ASCII folds to its lower case, so a needle whose first token is not in it is not held: most of
+        # an answer's strings are ruled out without being tokenised
+        if plain(text):
+            low = text.lower()
+            if not any(want[0] in low for want in self.needles):
+                return frozenset()
         have = token_tuple(text)
         return frozenset(k for k, want in enumerate(self.needles) if holds_run(have, want))
 
