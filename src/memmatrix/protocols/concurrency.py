@@ -75,8 +75,10 @@ class ConcurrencyProtocol(EvalProtocol):
             problems.append(f"case {cid!r}: expects name targets it does not define: {unknown}")
         if shape == "disjoint" and absent:
             problems.append(f"case {cid!r}: a disjoint case corrects nothing, so it expects nothing absent")
-        if shape != "disjoint" and absent != {"stale"}:
-            problems.append(f"case {cid!r}: a {shape} case expects its corrected value 'stale' absent")
+        if shape != "disjoint" and any(op.get("absent") != ["stale"] for op in ops if op["op"] == "expect"):
+            problems.append(f"case {cid!r}: a {shape} case expects its corrected value 'stale' absent, in both scopes")
+        if shape != "disjoint" and "current" not in present:
+            problems.append(f"case {cid!r}: a {shape} case expects its correction's value 'current' present")
         written = " ".join(m["content"] for op in ops if op["op"] == "write" for m in op["messages"])
         for name in present | absent:
             if name in targets and targets[name]["token"].lower() not in written.lower():
@@ -202,7 +204,7 @@ def _torn(seen: dict, refused: list[str]) -> Cell:
                     [{**row, "ok": None}])
     if not con.get("current", {}).get("served"):
         return Cell("T", SKIP, "the concurrent correction is not served (a lost write: see W)", [{**row, "ok": None}])
-    if con["stale"]["served"]:
+    if con.get("stale", {}).get("served"):
         note = f" ({'; '.join(refused)}; written again alone)" if refused else ""
         return Cell("T", FAIL, "the corrected value is still served as current beside its correction, written while "
                     "another writer wrote; written one after the other it is retired" + note,
