@@ -25,16 +25,38 @@ done
 # Letta with its whole agent deleted as the forget (what an agent's deletion leaves behind)
 $mm run --replace --system letta --protocol deletion --option forget_path=agent_delete --out "$out"
 MEMMATRIX_MODEL_ORACLE_ABLATION=undated $mm run --replace --system graphiti --protocol contradiction --out "$out"
-# the generated deletion sets (README "The breadth set", "Scale"): every system that declares parallel instances
-# runs on two; the scale sets on the systems the README reports
-for system in reference notes append mem0 graphiti langmem mempalace amem; do
+# the generated sets (README "The breadth set", "Scale", "The breadth set and the density stream", "Contradiction
+# at scale"): every system that declares parallel instances runs on two; the scale sets on the systems the README
+# reports
+for system in reference notes append mem0 graphiti langmem mempalace amem hindsight; do
   $mm run --replace --system "$system" --protocol deletion --cases cases/deletion/breadth-2.0.0.json --jobs 2 --out "$out"
 done
-for set in scale10 scale100; do
-  $mm run --replace --system mem0 --protocol deletion --cases cases/deletion/$set-2.0.0.json --jobs 2 --out "$out"
-  $mm run --replace --system graphiti --protocol deletion --cases cases/deletion/$set-2.0.0.json --jobs 2 --out "$out"
+for system in reference notes append mem0 graphiti langmem mempalace amem hindsight letta; do
+  $mm run --replace --system "$system" --protocol contradiction --cases cases/contradiction/breadth-2.0.0.json --jobs 2 --out "$out"
 done
-$mm run --replace --system letta --protocol deletion --cases cases/deletion/scale10-2.0.0.json --out "$out"
+for system in mem0 graphiti letta; do
+  $mm run --replace --system "$system" --protocol contradiction --cases cases/contradiction/density20-2.0.0.json --out "$out"
+done
+for set in scale10 scale100; do
+  for system in mem0 graphiti letta; do
+    $mm run --replace --system "$system" --protocol deletion --cases cases/deletion/$set-2.0.0.json --jobs 2 --out "$out"
+  done
+  for system in reference mem0 graphiti letta; do
+    $mm run --replace --system "$system" --protocol contradiction --cases cases/contradiction/$set-2.0.0.json --out "$out"
+  done
+done
+# the stress protocols and sets (README "The boundaries protocol", "The concurrency protocol", "Provider failure")
+for system in reference notes append mem0 graphiti letta mempalace langmem cognee amem hindsight; do
+  $mm run --replace --system "$system" --protocol boundaries --cases cases/boundaries/poison-1.1.0.json --out "$out"
+done
+for system in reference mem0@2.2.1 mem0@1.0.11 graphiti letta; do
+  $mm run --replace --system "$system" --protocol concurrency --out "$out"
+done
+for ablation in flaky stall; do
+  for system in mem0 graphiti letta; do
+    MEMMATRIX_MODEL_ORACLE_ABLATION=$ablation $mm run --replace --system "$system" --protocol writepath --out "$out"
+  done
+done
 # release histories (README "History"): sampled releases, then every change point bisected to adjacent releases
 $mm sweep --system mem0 --again --bisect --out "$out" \
   --versions 0.1.9,0.1.12,0.1.20,0.1.27,0.1.57,0.1.59,0.1.70,0.1.100,0.1.117,1.0.0,1.0.7,1.0.11,2.0.0,2.2.1
