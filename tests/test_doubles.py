@@ -219,3 +219,10 @@ def test_without_concurrent_writes_only_the_control_is_measured(config, tmp_path
     got = {(c["step"], c["verdict"]) for case in json.loads((out / "result.json").read_text())["cases"]
            for c in case["cells"]}
     assert got == {("S", "PASS"), ("W", "UNSUPPORTED"), ("T", "UNSUPPORTED")}
+
+
+def test_an_adapter_that_answers_fewer_writers_than_wrote_is_an_error_not_a_verdict(config, tmp_path):
+    out = run(config, f"{DOUBLES / 'concurrency.py'}:AnswersOneWriter", tmp_path, protocol="concurrency")
+    cells = [c for case in json.loads((out / "result.json").read_text())["cases"] for c in case["cells"]]
+    assert {c["verdict"] for c in cells} == {"ERROR"}
+    assert all("answered 1 writer(s) of 2" in c["reason"] for c in cells)

@@ -69,3 +69,11 @@ class NoConcurrentWrites(Double):
 
 
 DOUBLES = [LastWriterLost, CorrectionTorn]
+
+
+class AnswersOneWriter(Double):
+    """Every column ERROR: the adapter answers one writer of two (a contract violation, never scored)."""
+    NAME = "cc-one-answer"
+
+    def write_concurrent(self, scope, at, writes):
+        return {"writes": [self.write(scope, at, m) for m in writes][:1]}

@@ -93,6 +93,10 @@ class ConcurrencyProtocol(EvalProtocol):
         ops = group_ops(records)
         keys = ["S", "W"] + ([] if header["shape"] == "disjoint" else ["T"])
         errors = [describe_error(c) for o in ops for c in o.errors()]
+        errors += [f"write_concurrent answered {len(c['result']['writes'])} writer(s) of {len(o.spec['writes'])}: "
+                   "the adapter must answer each writer, in order" for o in ops for c in o.calls
+                   if c["call"] == "write_concurrent" and "result" in c
+                   and len(c["result"]["writes"]) != len(o.spec["writes"])]
         if errors:
             return [Cell(k, ERROR, "; ".join(errors[:3])) for k in keys]
         targets = header["targets"]
