@@ -346,3 +346,31 @@ def test_a_shared_statement_nothing_places_is_answered_when_the_answer_reads_onl
     assert gold.fact_for_statement("I do not have a sister.", "nothing here", alike)["statement"] == \
         "I do not have a sister."
     assert gold.fact_for_statement("I do not have a sister.", "nothing here", alike + ("value",)) is None
+
+
+def test_letta_turn_whose_message_was_compacted_away_goes_on_from_its_stored_calls():
+    """At 100x the store Letta compacts a full context between two steps of a turn, and the turn's own message
+    goes into the summary: the write is placed by the statements the turn already stored."""
+    said = ["About my music room: I keep forgetting its code.", "It is XT-3335-MDR."]
+    facts = [G("user", "room", "music room", "The user set up a music room."),
+             G("user's music room", "code", "XT-3335-MDR", "The code for my music room is XT-3335-MDR.")]
+    gold = GoldIndex([{"cases": [{"id": "l", "ops": [W(*said, gold=facts), W(*said, gold=facts)]}]}])
+    tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {
+        p: {"type": "string"} for p in ("label", "new_string")}}}} for n in ("memory_insert", "archival_memory_insert")]
+
+    def stored(name, text):
+        args = {"label": "human", "new_string": text} if name == "memory_insert" else {"content": text}
+        return [{"role": "assistant", "content": None, "tool_calls": [{"id": f"c{len(text)}{name}", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(args)}}]},
+                {"role": "tool", "content": "OK", "tool_call_id": f"c{len(text)}{name}"}]
+    hidden = {"role": "user", "content": "Note: 24 messages have been hidden from view. Summary: ..."}
+    req = {"model": "m", "tools": tools, "messages": [{"role": "system", "content": "<human>\n<value>\n</value>\n</human>"},
+                                                      hidden, *stored("archival_memory_insert", facts[0]["statement"])]}
+    call = system_oracle("letta", gold).chat(req)
+    assert call.matched and json.loads(call.tool_calls[0]["function"]["arguments"]) == {
+        "label": "human", "new_string": "The code for my music room is XT-3335-MDR."}  # not the hidden first steps again
+    req["messages"] += stored("memory_insert", facts[1]["statement"]) + stored("archival_memory_insert", facts[1]["statement"])
+    end = system_oracle("letta", gold).chat(req)
+    assert (end.matched, end.content) == (True, "Noted.")
+    req["messages"] = req["messages"][:2]  # nothing stored yet that places the turn: unmatched, as before
+    assert not system_oracle("letta", gold).chat(req).matched

@@ -64,6 +64,21 @@ def _current_write(gold, msgs: list[dict]):
     return hits[0] if hits else None
 
 
+def _write_of_calls(gold, calls: list[dict], text: str):
+    """The write a turn is storing, told by the statements its tool calls already stored, when the turn's message
+    is no longer in the prompt: the gold writes holding every one of those facts, if they all state the same facts
+    (the original and its re-feed do). None when nothing places it."""
+    facts = [gold.fact_for_statement(s, text) for s in (_stored(_args(c)) for c in calls) if s]
+    if not facts or any(f is None for f in facts):
+        return None
+    ident = lambda f: (f["subject"], f["attribute"], f["value"], f["intent"], f["statement"])  # noqa: E731
+    wanted = {ident(f) for f in facts}
+    found = [w for w in gold.writes if wanted <= {ident(f) for f in w.facts}]
+    if not found or len({tuple(ident(f) for f in w.facts) for w in found}) != 1:
+        return None
+    return found[0]
+
+
 def _params(request: dict) -> dict[str, set[str]]:
     """Each offered tool's parameter names (chat.completions or responses layout)."""
     out = {}
@@ -130,18 +145,24 @@ class AgentStep:
     def answer(request: dict, gold) -> Reply:
         msgs = messages_of(request)
         write = _current_write(gold, msgs)
-        if write is None:
-            return Reply(AgentStep.name, False, content="Noted.")
-        last_user = max(i for i, m in enumerate(msgs) if m.get("role") == "user")
-        done = {(c.get("function", {}).get("name"), _norm(_stored(_args(c))))
-                for m in msgs[last_user + 1:] for c in (m.get("tool_calls") or [])}
+        users = [i for i, m in enumerate(msgs) if m.get("role") == "user"]
+        calls = [c for m in msgs[(users[-1] + 1 if users else 0):] for c in (m.get("tool_calls") or [])]
+        done = {(c.get("function", {}).get("name"), _norm(_stored(_args(c)))) for c in calls}
+        resumed = write is None
+        if resumed:  # the turn's own message was hidden mid-turn (Letta compacts a full context between steps)
+            write = _write_of_calls(gold, calls, all_text(request))
+            if write is None:
+                return Reply(AgentStep.name, False, content="Noted.")
         system = "\n".join(message_text(m) for m in msgs if m.get("role") == "system")
         human, tools = _human_lines(system), _params(request)
-        for fact in write.facts:
-            for name, args in AgentStep.plan(fact, human, tools):
-                key = (name, _norm(_stored(args)))
-                if key not in done:
-                    return AgentStep.call(name, args, len(msgs))
+        steps = [(name, args) for fact in write.facts for name, args in AgentStep.plan(fact, human, tools)]
+        keys = [(name, _norm(_stored(args))) for name, args in steps]
+        if resumed:  # what the compaction hid was done before what is still shown: go on after the last shown step
+            last = max(i for i, k in enumerate(keys) if k in done) if any(k in done for k in keys) else -1
+            steps, keys = steps[last + 1:], keys[last + 1:]
+        for (name, args), key in zip(steps, keys):
+            if key not in done:
+                return AgentStep.call(name, args, len(msgs))
         return Reply(AgentStep.name, True, content="Noted.")
 
 
