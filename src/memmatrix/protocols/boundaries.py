@@ -26,7 +26,7 @@ from ..tokens import contains
 from .base import ERROR, FAIL, PASS, SKIP, Cell, EvalProtocol, StepDef, describe_error, group_ops
 from .observe import holds, sight
 from .stages import DELIVERED, NOT_DELIVERED
-from .writepath import wilson
+from .writepath import checked_rate
 
 STEPS = (
     StepDef("X", "crossing", "facts written in one scope never reach another scope's door or recall"),
@@ -122,14 +122,9 @@ class BoundariesProtocol(EvalProtocol):
             cells = [cell for case in cases for cell in case["cells"] if cell["step"] == step.key]
             if not cells:  # a case file without that shape (1.0.0 has no poison, the poison set nothing else)
                 continue
-            rows = [r for cell in cells for r in cell["checks"] if r.get("ok") is not None]
-            errors = sum(cell["verdict"] == ERROR for cell in cells)
-            passed, n = sum(r["ok"] is True for r in rows), len(rows) + errors  # an ERROR is measured, earns nothing
-            interval = wilson(passed, n)
-            m = {"passed": passed, "of": n, "rate": round(passed / n, 4) if n else None, "wilson95": interval,
-                 "failure_upper95": round(1 - interval[0], 4) if interval else None,  # "no leak in N" is a bound
-                 **({"errors": errors} if errors else {})}
+            m = checked_rate(cells)  # an ERROR is measured and earns nothing; "no leak in N" is a bound
             if step.key == "E":
+                rows = [r for cell in cells for r in cell["checks"] if r.get("ok") is not None]
                 chars = sorted(r.get("chars", 0) for r in rows)
                 m["chars_p50"] = chars[len(chars) // 2] if chars else None
             out[step.key] = m

@@ -30,7 +30,7 @@ from __future__ import annotations
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, StepDef, describe_error, group_ops
 from .observe import sight
 from .stages import DELIVERED, NOT_STORED, UNLOCATED
-from .writepath import wilson
+from .writepath import checked_rate
 
 STEPS = (
     StepDef("S", "sequential", "written one after the other, every fact is served and a corrected value is retired"),
@@ -104,13 +104,13 @@ class ConcurrencyProtocol(EvalProtocol):
         if any(v is None for v in seen.values()):
             return [Cell(k, ERROR, "the case's expects did not run") for k in keys]
         skipped = [s for o in ops for s in o.skips if s["call"] == "write_concurrent"]
-        cells = [_sequential(seen["seq"])]
+        cells, refused = [_sequential(seen["seq"])], _refused(ops)
         for k in keys[1:]:
             if skipped:
                 cells.append(Cell(k, UNSUPPORTED, f"write_concurrent is unsupported: {skipped[0]['reason']}"))
             else:
-                cell = (_lost if k == "W" else _torn)(seen, _refused(ops))
-                cell.checks.append(_writers(ops))
+                cell = (_lost if k == "W" else _torn)(seen, refused)
+                cell.checks.append(_writers(ops, refused))
                 cells.append(cell)
         return cells
 
@@ -121,17 +121,8 @@ class ConcurrencyProtocol(EvalProtocol):
     def measures(self, cases: list[dict]) -> dict:
         """Per column, facts kept over facts measured (an ERROR cell is measured and earns nothing), with the
         Wilson 95% interval and the upper bound of the failure rate."""
-        out = {}
-        for step in self.steps:
-            cells = [c for case in cases for c in case["cells"] if c["step"] == step.key]
-            rows = [r for c in cells for r in c["checks"] if r.get("ok") is not None]
-            errors = sum(c["verdict"] == ERROR for c in cells)
-            passed, n = sum(r["ok"] is True for r in rows), len(rows) + errors
-            interval = wilson(passed, n)
-            out[step.key] = {"passed": passed, "of": n, "rate": round(passed / n, 4) if n else None,
-                             "wilson95": interval, "failure_upper95": round(1 - interval[0], 4) if interval else None,
-                             **({"errors": errors} if errors else {})}
-        return out
+        return {step.key: checked_rate([c for case in cases for c in case["cells"] if c["step"] == step.key])
+                for step in self.steps}
 
 
 def _seen(ops, scope: str, targets: dict) -> dict | None:
@@ -148,10 +139,9 @@ def _seen(ops, scope: str, targets: dict) -> dict | None:
     return out
 
 
-def _writers(ops) -> dict:
+def _writers(ops, refused: list[str]) -> dict:
     """The check row of the concurrent op itself (no verdict of its own): which writers were refused."""
     op = next((o for o in ops if o.spec["op"] == "concurrent"), None)
-    refused = _refused(ops)
     return {"fact": "writers", "op": op.index if op else None, "ok": None,
             "detail": "; ".join(refused) + "; written again alone" if refused else "every writer was answered"}
 
@@ -199,8 +189,7 @@ def _lost(seen: dict, refused: list[str]) -> Cell:
 def _torn(seen: dict, refused: list[str]) -> Cell:
     seq, con = seen["seq"], seen["con"]
     stale = seq.get("stale")
-    fresh = [n for n, s in seq.items() if n == "current"]
-    if stale is None or not fresh:
+    if stale is None or "current" not in seq:
         return Cell("T", SKIP, "the case names no corrected value", [])
     row = {"fact": "stale", "scope": "con", "op": con.get("stale", {}).get("op")}
     if stale["served"]:

@@ -56,6 +56,18 @@ def wilson(passed: int, n: int, z: float = 1.959964) -> list[float] | None:
     return [round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)]
 
 
+def checked_rate(cells: list[dict]) -> dict:
+    """Checks passed over checks measured in ``cells`` (a check whose ``ok`` is None is not measured; an ERROR cell
+    is measured and earns nothing), with the Wilson 95% interval and the upper bound of the failure rate: "none
+    failed in N" is a bound, not a zero."""
+    rows = [r for cell in cells for r in cell["checks"] if r.get("ok") is not None]
+    errors = sum(cell["verdict"] == ERROR for cell in cells)
+    passed, n = sum(r["ok"] is True for r in rows), len(rows) + errors
+    interval = wilson(passed, n)
+    return {"passed": passed, "of": n, "rate": round(passed / n, 4) if n else None, "wilson95": interval,
+            "failure_upper95": round(1 - interval[0], 4) if interval else None, **({"errors": errors} if errors else {})}
+
+
 def traceable_ids(answers: list[dict], target: dict) -> list:
     """Ids of the returned items that hold ``target``, in order of appearance, at most three."""
     ids: list = []
