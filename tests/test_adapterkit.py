@@ -156,3 +156,25 @@ def test_the_server_answers_every_client_the_wire_meets(adapter_server):
     assert chunked.startswith(b"HTTP/1.1 411")
     lower = exchange(adapter_server, b"POST /nowhere HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
     assert lower.startswith(b"HTTP/1.1 404") and b"no route /nowhere" in lower
+
+
+def test_stop_serving_wakes_a_loop_that_polls_rarely():
+    """The gateway and the adapter server poll for shutdown rarely (every 0.5 s); stopping must not wait for the
+    poll: a loop polling every 60 s is stopped by the connection stop_serving makes."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from memmatrix.adapterkit import stop_serving
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    port = server.server_address[1]
+    loop = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 60}, daemon=True)
+    loop.start()
+    stopper = threading.Thread(target=stop_serving, args=(server,), daemon=True)
+    stopper.start()
+    stopper.join(20)
+    loop.join(1)
+    assert not stopper.is_alive() and not loop.is_alive()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()

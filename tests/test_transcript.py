@@ -1,3 +1,4 @@
+from memmatrix.canon import canonical
 from memmatrix.transcript import Normalizer, Transcript
 
 
@@ -29,6 +30,18 @@ def test_transcript_text_is_canonical_and_hash_stable():
     b.add({"a": "é", "b": 1})
     assert a.text() == '{"a":"é","b":1}\n'
     assert a.sha256() == b.sha256()
+
+
+def test_text_is_the_lines_made_on_add_and_made_afresh_for_records_replaced():
+    t = Transcript()
+    t.add({"z": [1.5, {"y": None}], "a": "Ysaëlle"})
+    t.prepend({"kind": "run"})
+    t.add_exchange({"case": "c"}, "door", {"query": "q"}, result={"text": "x", "items": []})
+    assert t.text() == "".join(canonical(r) + "\n" for r in t.records)
+    assert t.text().splitlines()[0] == '{"kind":"run"}'
+    t.records = [t.records[1], t.records[0]]  # a --jobs run's merge puts a new list in place
+    assert t.text() == "".join(canonical(r) + "\n" for r in t.records)
+    assert t.text().startswith('{"a":"Ysaëlle"')
 
 
 def test_arguments_are_recorded_as_sent_and_only_answers_are_normalised():

@@ -32,6 +32,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -126,6 +127,12 @@ def contains(haystack: str, needle: str) -> bool:
     want = token_tuple(needle)
     if not want:
         raise ValueError(f"needle {needle!r} has no letters or digits to match")
+    return holds_tokens(haystack, want)
+
+
+def holds_tokens(haystack: str, want: tuple[str, ...]) -> bool:
+    """``contains`` for a needle already tokenised (non-empty): a caller matching one needle against many
+    strings tokenises it once."""
     if plain(haystack) and want[0] not in haystack.lower():
         return False  # plain ASCII folds to its lower case: the needle's first token is not in it, so no run is
     return holds_run(token_tuple(haystack), want)
@@ -133,7 +140,7 @@ def contains(haystack: str, needle: str) -> bool:
 
 def plain(text: str) -> bool:
     """ASCII with nothing ``fold`` would undo (no escapes): its folded form is ``text.lower()``."""
-    return text.isascii() and not any(c in text for c in "\\&%")
+    return text.isascii() and "\\" not in text and "&" not in text and "%" not in text
 
 
 #: Function words ignored when comparing a forget request with stored memories.
@@ -642,6 +649,21 @@ def _bounded(fn, seconds: float, what: str) -> threading.Thread:
     return worker
 
 
+def stop_serving(server: ThreadingHTTPServer) -> None:
+    """``server.shutdown()`` then close, without waiting out the loop's poll: ``serve_forever`` looks at the
+    shutdown flag when its ``select()`` returns, so a connection to the server wakes it at once."""
+    done = threading.Thread(target=server.shutdown, daemon=True, name="memmatrix-shutdown")
+    done.start()
+    host, port = server.server_address[:2]
+    while done.is_alive():
+        try:
+            socket.create_connection((host, port), timeout=0.2).close()
+        except OSError:
+            pass  # not listening any more, or refused: the loop has its flag either way
+        done.join(0.01)
+    server.server_close()
+
+
 def serve(cls: type, host: str, port: int, runtime_config: dict, port_file: str | None = None,
           parent_pid: int | None = None) -> None:
     """Serve ``cls`` until POST /shutdown, SIGTERM/SIGINT, or, given ``parent_pid``, until this process
@@ -658,7 +680,7 @@ def serve(cls: type, host: str, port: int, runtime_config: dict, port_file: str 
         Path(tmp).write_text(str(bound))
         os.replace(tmp, port_file)
     print(f"memmatrix adapter {cls.__name__} listening on {host}:{bound}", flush=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True)
     thread.start()
     global _serving
     _serving = True
@@ -672,8 +694,7 @@ def serve(cls: type, host: str, port: int, runtime_config: dict, port_file: str 
         pass
     finally:
         stop.set()
-        server.shutdown()
-        server.server_close()
+        stop_serving(server)
         closing = _bounded(dispatcher.close, CLOSE_TIMEOUT_S, f"{cls.__name__}.close()")
         stop_descendants()
         closing.join(1.0)  # a close() that waited for one of them (a database server) can finish now

@@ -19,18 +19,14 @@ from .model.dialects.common import chat_completion, response_object
 from .model.dialectsource import load_dialects
 from .model.gold import GoldIndex
 from .model.oracle import Oracle
-from .systems import resolve_system, system_folder
+from .systems import recorded_system
 
 
 def oracle_for(stamp: dict, case_file: Path | None, config: Config) -> Oracle:
     if case_file is None:
         raise MemmatrixError(f"the case file {stamp['dataset']['path']} is not in this checkout at the sha256 the "
                              "stamp records")
-    sysd = stamp["system"]
-    if system_folder(config, sysd["name"]) is not None:  # a system folder (under systems/ or MEMMATRIX_SYSTEMS)
-        spec = resolve_system(f"{sysd['name']}@{sysd['version']}", config)
-    else:  # an adapter file named by its path (path/to/adapter.py:ClassName): no oracle module of its own
-        spec = resolve_system(str(config.home / sysd["adapter"]), config)
+    spec = recorded_system(stamp["system"], config)  # an adapter file named by its path has no oracle module
     ablation = (stamp["model"].get("oracle_version") or "").partition("+")[2]
     gold = GoldIndex([json.loads(case_file.read_text(encoding="utf-8"))], ablation)
     return Oracle(gold, load_dialects(spec.oracle) if spec.oracle is not None else ())

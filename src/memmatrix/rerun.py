@@ -21,7 +21,7 @@ from .errors import MemmatrixError
 from .model import GatewaySettings
 from .protocols import get_protocol
 from .request import RunRequest
-from .systems import ensure_lock, resolve_system, system_folder
+from .systems import ensure_lock, recorded_system
 from .verify import load_result
 
 
@@ -39,12 +39,7 @@ def _gateway(stamp: dict, folder: Path, result: dict) -> GatewaySettings:
 
 def _system(stamp: dict, config: Config):
     sysd = stamp["system"]
-    adapter_file = sysd["adapter"].rpartition(":")[0]
-    # a system folder (under systems/ or any MEMMATRIX_SYSTEMS root: its adapter is named by file name only)
-    if adapter_file.startswith("systems/") or "/" not in adapter_file and system_folder(config, sysd["name"]):
-        spec = resolve_system(f"{sysd['name']}@{sysd['version']}", config)
-    else:
-        spec = resolve_system(str(config.home / sysd["adapter"]), config)
+    spec = recorded_system(sysd, config)
     if sha256_file(spec.adapter_file) != sysd["adapter_sha256"]:
         raise MemmatrixError(f"the adapter {sysd['adapter']} changed since the run (sha256 differs): a re-run would "
                              "measure another adapter; check out the commit in the stamp")

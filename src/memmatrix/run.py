@@ -27,7 +27,7 @@ from .interpreter import CaseInterpreter, RunSettings
 from .request import RunRequest, adapter_config, check_options, check_target, portable, run_header, setup_of
 from .runtimes import start_runtime
 from .scoring import score_transcript, summarize
-from .stamp import fingerprint, harness, now_utc
+from .stamp import fingerprint, harness, now_utc, prefetch_git_sha
 from .transcript import NORMALIZATION, Transcript
 from .wire import AdapterClient, CallStats
 
@@ -158,6 +158,7 @@ def execute(req: RunRequest, config: Config) -> Path:
         jobs = 1
     transcript = Transcript(worker=0 if jobs > 1 else None)
     started, t0 = now_utc(), time.monotonic()
+    prefetch_git_sha(str(config.home))
     ledger = Ledger()
     settings = RunSettings(settle_timeout_s=config.settle_timeout_s)
     budgets = budgets_for(req.spec.meta.get("budgets") or {}, req.gateway.mode, config.call_timeout_s)
@@ -223,7 +224,8 @@ def execute(req: RunRequest, config: Config) -> Path:
     elif state.get("inflight"):
         print(f"memmatrix: warning: {state['inflight']} model call(s) were still in flight when the run ended",
               file=sys.stderr)
-    model_records = [json.loads(line) for line in model_text.splitlines()]
+    # the findings read the failed model calls only: a canonical line holds the key as '"error":' exactly
+    model_records = [json.loads(line) for line in model_text.splitlines() if '"error":' in line]
     findings = derive.run_findings(transcript.records, caps, limits) + derive.model_findings(model_records, cost)
     if cost["total"]["unmatched"]:
         print(f"memmatrix: warning: the oracle did not answer {cost['total']['unmatched']} model call(s) of "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import subprocess
+import threading
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -18,8 +19,22 @@ FINGERPRINT_FIELDS = ("system.name", "system.options", "protocol.name", "protoco
                       "clock.mode", "seed")
 
 
-@lru_cache(maxsize=None)
+_git_lock = threading.Lock()
+
+
+def prefetch_git_sha(path: str) -> None:
+    """Ask git now, on a thread, so that a run's stop finds the answer waiting (two git processes, a few
+    milliseconds that would otherwise come after the system's last call)."""
+    threading.Thread(target=git_sha, args=(path,), daemon=True, name="memmatrix-git-sha").start()
+
+
 def git_sha(path: str) -> str:
+    with _git_lock:  # a prefetch still running is waited for, not repeated
+        return _git_sha(path)
+
+
+@lru_cache(maxsize=None)
+def _git_sha(path: str) -> str:
     try:
         out = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):

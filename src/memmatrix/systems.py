@@ -126,6 +126,16 @@ def resolve_system(text: str, config: Config, python: str | None = None) -> Syst
                       meta=meta, lock=(folder / lock) if lock else None, oracle=oracle, requirements=requirements)
 
 
+def recorded_system(recorded: dict, config: Config) -> SystemSpec:
+    """The system a stamp names (its ``system`` block), for ``verify`` and ``rerun``: a system folder (under
+    systems/, or any MEMMATRIX_SYSTEMS root, whose adapter the stamp names by file name only) at the recorded
+    version, else the adapter file the stamp names, relative to this checkout."""
+    adapter_file = recorded["adapter"].rpartition(":")[0]
+    if adapter_file.startswith("systems/") or "/" not in adapter_file and system_folder(config, recorded["name"]):
+        return resolve_system(f"{recorded['name']}@{recorded['version']}", config)
+    return resolve_system(str(config.home / recorded["adapter"]), config)
+
+
 def _release(name: str, version: str, meta: dict, folder: Path) -> tuple[dict, str | None]:
     """A release system.yaml does not pin but its ``releases`` block lets the adapter drive: its lock is the
     folder's ``locks/<version>.txt`` when committed, otherwise generated from the block (see ``ensure_lock``)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from .adapterkit import contains, tokens
+from .adapterkit import contains, holds_run, holds_tokens, token_tuple, tokens
 
 __all__ = ["contains", "found_in", "strings", "tokens"]
 
@@ -29,5 +29,25 @@ def strings(obj: Any) -> Iterator[str]:
 
 
 def found_in(obj: Any, needle: str) -> bool:
-    """True when ``needle`` matches as whole tokens inside any string of a JSON value."""
-    return any(contains(s, needle) for s in strings(obj))
+    """True when ``needle`` matches as whole tokens inside any string of a JSON value (keys included, as in
+    ``strings``). The scorers ask this of every answer for every wording of every target, so the needle is
+    tokenised once and the value walked without generators."""
+    want = token_tuple(needle)
+    if not want:
+        return any(contains(s, needle) for s in strings(obj))  # raises as contains does, where there is a string
+    first, todo = want[0], [obj]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, str):
+            # holds_tokens, its ASCII screen inlined: most strings of an answer are ruled out here
+            if (not x.isascii() or "\\" in x or "&" in x or "%" in x or first in x.lower()) \
+                    and holds_run(token_tuple(x), want):
+                return True
+        elif isinstance(x, dict):
+            for key, value in x.items():
+                if holds_tokens(str(key), want):
+                    return True
+                todo.append(value)
+        elif isinstance(x, list):
+            todo.extend(x)
+    return False

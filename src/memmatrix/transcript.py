@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -33,7 +34,9 @@ _SECRET_VALUE = re.compile(r"^(?:Bearer\s+)?(?:sk|pk|rk|sess)-[A-Za-z0-9_\-]{12,
                            r"glpat|hf|AKIA|AIza)[A-Za-z0-9_\-]{12,}$")
 
 
+@lru_cache(maxsize=4096)
 def secret_key(key: str) -> bool:
+    """Does a key name a secret? Remembered: an answer's keys are few and asked for every value."""
     return bool(_SECRET_KEY.search(key))
 
 
@@ -113,18 +116,20 @@ class Normalizer:
         return value
 
     def _text(self, text: str, key: str | None = None) -> str:
-        text = _UUID.sub(lambda m: self._id(m.group(0).lower()), text)
-        if key not in _TIME_FIELDS and _DATETIME.search(text):
+        # each pattern is looked for only where a character it cannot match without is there
+        if "-" in text:
+            text = _UUID.sub(lambda m: self._id(m.group(0).lower()), text)
+        if key not in _TIME_FIELDS and "-" in text and ":" in text and _DATETIME.search(text):
             today = wall_dates()
             text = _DATETIME.sub(lambda m: "~wallclock" if m.group(1) in today else m.group(0), text)
-        if key not in _TIME_FIELDS and _AGO.search(text):
+        if key not in _TIME_FIELDS and " ago" in text and _AGO.search(text):
             masked = _AGO.sub("~ago", text)
             text = masked if self.held(masked) == self.held(text) else text  # never at a needle's cost
         return text
 
     def redact(self, value: Any, key: str | None = None) -> Any:
         """Secrets only: what the harness sends is its own deterministic data and stays as sent."""
-        if isinstance(value, str) and ((key is not None and _SECRET_KEY.search(key)) or secret_value(value)):
+        if isinstance(value, str) and ((key is not None and secret_key(key)) or secret_value(value)):
             return "~redacted"
         if isinstance(value, dict):
             return {k: self.redact(v, k) for k, v in value.items()}
@@ -138,7 +143,7 @@ class Normalizer:
         if key is not None and key in self.volatile_fields and key not in SCORED_FIELDS and value is not None \
                 and not isinstance(value, (dict, list)):
             return "~volatile"
-        if key is not None and _SECRET_KEY.search(key) and isinstance(value, str):
+        if key is not None and isinstance(value, str) and secret_key(key):
             return "~redacted"
         if isinstance(value, dict):
             return {k: self(v, k) for k, v in value.items()}
@@ -158,18 +163,27 @@ class Transcript:
         self.records: list[dict] = []
         self.ids_of: list[tuple[str, ...]] = []  # per record, the raw ids its normalisation met, in order
         self.normalize = Normalizer(worker=worker)
+        # each record's canonical line, made when it was added, and the list they were made for: text() joins
+        # them instead of serialising every record again (a run's stop); records replaced (a --jobs run's merge)
+        # are serialised afresh
+        self._lines: list[str] = []
+        self._lines_of: list[dict] = self.records
 
     def add(self, record: dict) -> dict:
-        record = json.loads(canonical(record))  # a plain-JSON copy, exactly as it will be read back
+        line = canonical(record)
+        record = json.loads(line)  # a plain-JSON copy, exactly as it will be read back
         self.records.append(record)
+        self._lines.append(line)
         self.ids_of.append(tuple(self.normalize.met))
         self.normalize.met.clear()
         return record
 
     def prepend(self, record: dict) -> dict:
         """The run header goes first, written once the run knows what produced it."""
-        record = json.loads(canonical(record))
+        line = canonical(record)
+        record = json.loads(line)
         self.records.insert(0, record)
+        self._lines.insert(0, line)
         self.ids_of.insert(0, ())
         return record
 
@@ -184,6 +198,8 @@ class Transcript:
         return self.add(rec)
 
     def text(self) -> str:
+        if self._lines_of is self.records and len(self._lines) == len(self.records):
+            return "".join(line + "\n" for line in self._lines)
         return "".join(canonical(r) + "\n" for r in self.records)
 
     def sha256(self) -> str:

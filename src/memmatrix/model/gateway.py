@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import requests
 
+from ..adapterkit import stop_serving
 from ..canon import sha256_json
 from ..errors import OracleModuleError
 from .dialects.common import Reply, approx_tokens, chat_completion, response_object
@@ -73,16 +74,15 @@ class Gateway:
     def start(self) -> "Gateway":
         self._server = _Server((self.host, self.port), _handler(self))
         self.port = self._server.server_address[1]
-        # shutdown() waits for the loop to see its flag: polled every 5 ms, not the default 500 ms that every run
-        # used to wait out at its end
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.005}, daemon=True,
+        # the loop looks at shutdown()'s flag when its select() returns: stop() wakes it with a connection, so
+        # the poll can be long (a 5 ms poll woke this process 200 times a second for the whole run)
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True,
                          name="memmatrix-gateway").start()
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            stop_serving(self._server)
             self._server = None
         self.session.close()
 
@@ -117,7 +117,9 @@ class Gateway:
 
     def state(self) -> dict:
         """Everything a run needs from the gateway when it ends."""
-        return {"transcript": self.recorder.text(), "cost": self.recorder.cost(), "latency": self.recorder.latency(),
+        rows = self.recorder.ordered()
+        return {"transcript": self.recorder.text(rows), "cost": self.recorder.cost(rows),
+                "latency": self.recorder.latency(),
                 "identity": self.identity(), "upstream": dict(self.upstream), "inflight": self.inflight}
 
     # ------------------------------------------------------------------ requests

@@ -38,13 +38,15 @@ class ModelRecorder:
         rows.sort(key=lambda r: (r["ctx"], sha256_json(r["request"]), sha256_json(r.get("response"))))
         return [{**{k: v for k, v in r.items() if k != "ctx"}, "seq": i} for i, r in enumerate(rows)]
 
-    def text(self) -> str:
-        return "".join(canonical(r) + "\n" for r in self.ordered())
+    def text(self, rows: list[dict] | None = None) -> str:
+        """The transcript's bytes; ``rows`` an ``ordered()`` already made (hashing every request to order them
+        is most of what this costs)."""
+        return "".join(canonical(r) + "\n" for r in (self.ordered() if rows is None else rows))
 
-    def cost(self) -> dict:
+    def cost(self, rows: list[dict] | None = None) -> dict:
         """Calls and tokens per adapter operation and in total: the cost column nobody reports."""
         from ..derive import model_cost
-        return model_cost(self.ordered(), self.mode)
+        return model_cost(self.ordered() if rows is None else rows, self.mode)
 
     def latency(self) -> dict:
         with self.lock:
