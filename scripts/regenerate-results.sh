@@ -31,7 +31,7 @@ MEMMATRIX_MODEL_ORACLE_ABLATION=undated $mm run --replace --system graphiti --pr
 for system in reference notes append mem0 graphiti langmem mempalace amem hindsight; do
   $mm run --replace --system "$system" --protocol deletion --cases cases/deletion/breadth-2.0.0.json --jobs 2 --out "$out"
 done
-for system in reference notes append mem0 graphiti langmem mempalace amem hindsight letta; do
+for system in reference notes append mem0 graphiti langmem mempalace amem hindsight letta cognee; do
   $mm run --replace --system "$system" --protocol contradiction --cases cases/contradiction/breadth-2.0.0.json --jobs 2 --out "$out"
 done
 for system in mem0 graphiti letta; do
