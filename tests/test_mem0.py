@@ -177,10 +177,22 @@ def test_concurrent_adds_lose_nothing_and_a_correction_holds_where_it_does_alone
                                                                                  corrected):
     out = run(mem0_config, f"mem0@{version}", tmp_path / "out", runtime="embedded", protocol="concurrency",
               cases=concurrency_subset(tmp_path))
-    rows = {c["shape"]: {x["step"]: x["verdict"] for x in c["cells"]} for c in result(out)["cases"]}
-    assert rows["disjoint"] == {"S": P, "W": P}
+    cells = {c["shape"]: {x["step"]: x for x in c["cells"]} for c in result(out)["cases"]}
+    rows = {shape: {k: x["verdict"] for k, x in c.items()} for shape, c in cells.items()}
+
+    def lost(cell: dict) -> bool:
+        """A write lost, as mem0's qdrant local store can lose one of two upserts made at once
+        (qdrant/qdrant-client#1193): every writer was answered, and a value it wrote is not stored."""
+        writers = next(c for c in cell["checks"] if c["fact"] == "writers")
+        return cell["verdict"] == F and writers["detail"] == "every writer was answered" and all(
+            c.get("stage") == "not-stored" for c in cell["checks"] if c["ok"] is False)
+
+    # whether a write is lost depends on how the two threads interleave: W passes, or the loss is that race
+    assert rows["disjoint"]["S"] == P and (rows["disjoint"]["W"] == P or lost(cells["disjoint"]["W"]))
     # 2.2.1 is ADD-only: alone too, the corrected value stays beside its correction, so T has nothing to compare
     for shape in ("correction", "entangled"):
-        assert rows[shape] == {"S": corrected, "W": P, "T": S if corrected == F else P}, shape
+        assert rows[shape]["S"] == corrected, shape
+        assert rows[shape]["W"] == P or lost(cells[shape]["W"]), shape
+        assert rows[shape]["T"] == (S if corrected == F else P) or rows[shape]["W"] == F and rows[shape]["T"] == S
     cost = result(out)["cost"]
     assert cost["total"]["unmatched"] == 0 and cost["per_operation"]["write_concurrent"]["llm_calls"] >= 6
