@@ -28,7 +28,7 @@ MEMMATRIX_MODEL_ORACLE_ABLATION=undated $mm run --replace --system graphiti --pr
 # the generated sets (README "The breadth set", "Scale", "The breadth set and the density stream", "Contradiction
 # at scale"): every system that declares parallel instances runs on two; the scale sets on the systems the README
 # reports
-for system in reference notes append mem0 graphiti langmem mempalace amem hindsight; do
+for system in reference notes append mem0 graphiti langmem mempalace amem hindsight letta cognee; do
   $mm run --replace --system "$system" --protocol deletion --cases cases/deletion/breadth-2.0.0.json --jobs 2 --out "$out"
 done
 for system in reference notes append mem0 graphiti langmem mempalace amem hindsight letta cognee; do
