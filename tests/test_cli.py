@@ -30,6 +30,30 @@ def test_unknown_version_lists_the_pinned_ones(tmp_path, capsys):
     assert "system 'notes' pins no version '9.9'; pinned: 1.0" in capsys.readouterr().err
 
 
+def test_the_main_job_leaves_out_a_system_that_opts_out_and_all_runs_it(tmp_path, monkeypatch, capsys):
+    """A run without --system makes the main job: a system.yaml saying main_job: false is left out, by name; "all"
+    and the system's own name still run it."""
+    systems = tmp_path / "systems"
+    for name, opt_out in (("notes", False), ("slowpoke", True)):
+        shutil.copytree(ROOT / "systems" / "notes", systems / name)
+        meta = (systems / name / "system.yaml").read_text().replace("name: notes", f"name: {name}")
+        (systems / name / "system.yaml").write_text(meta + ("main_job: false\n" if opt_out else ""))
+        adapter = systems / name / "adapter.py"
+        adapter.write_text(adapter.read_text().replace('"name": "notes"', f'"name": "{name}"'))
+    monkeypatch.setenv("MEMMATRIX_SYSTEMS", str(systems))
+
+    def ran(*args):
+        out = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
+        assert main(["run", *args, "--protocol", "deletion", "--runtime", "inprocess", "--out", str(out)]) == 0
+        return sorted(p.name for p in (out / "deletion").iterdir())
+
+    assert ran() == ["notes"]
+    assert "the main job leaves out slowpoke (main_job: false" in capsys.readouterr().err
+    assert ran("--system", "all") == ["notes", "slowpoke"]
+    assert ran("--system", "slowpoke") == ["slowpoke"]
+    assert "leaves out" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("runtime", ["inprocess", "embedded"])
 def test_an_adapter_file_that_fails_to_import_is_named(tmp_path, capsys, runtime):
     rc = main(["run", "--system", f"{ADAPTERS / 'dies_on_start.py'}:Dead", "--runtime", runtime,

@@ -24,10 +24,17 @@ from .runtimes import RUNTIMES
 
 def _systems(config: Config, wanted: list[str] | None) -> list[str]:
     from .matrix import split_list
-    from .systems import known_systems
+    from .systems import known_systems, main_job_systems
     wanted = split_list(wanted)  # commas, spaces or newlines: "a, b" is two systems
-    if not wanted or wanted == ["all"]:
+    if wanted == ["all"]:
         return known_systems(config)
+    if not wanted:
+        names, left_out = main_job_systems(config)
+        if left_out:
+            print(f"memmatrix: the main job leaves out {', '.join(left_out)} (main_job: false in their system.yaml: "
+                  "too slow to install or run within its budget); `--system all` or `--system NAME` runs them",
+                  file=sys.stderr)
+        return names
     return wanted
 
 
@@ -148,7 +155,8 @@ def parser() -> argparse.ArgumentParser:
         epilog="start here:\n"
                "  memmatrix systems                                  the systems it can run\n"
                "  memmatrix run --system NAME --protocol deletion    one system, one protocol\n"
-               "  memmatrix run                                      every system (see the README for time and disk)\n"
+               "  memmatrix run                                      the main job (see the README for time and disk)\n"
+               "  memmatrix run --system all                         every system, the heavy ones too\n"
                "  memmatrix verify memmatrix-results                 re-derive every verdict from its transcript\n"
                "  memmatrix COMMAND --help                           a command's options\n\n"
                "exit codes: 0 success, 1 a check failed, 2 something to fix (the message says what), "
@@ -158,7 +166,8 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run protocols against systems and write verified artifacts")
     r.add_argument("--system", action="append", metavar="NAME[@VERSION]|PATH.py:CLASS",
-                   help="a system under systems/, or any adapter file; repeatable; default: every system")
+                   help="a system under systems/, or any adapter file; repeatable; \"all\" for every system; default: "
+                        "the main job's (every system but those whose system.yaml says main_job: false)")
     r.add_argument("--protocol", action="append", default=None, metavar="NAME",
                    help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: all but "
                    f"the stress protocols ({', '.join(sorted(set(protocol_names()) - set(main_job_protocols())))})")

@@ -52,6 +52,14 @@ def known_systems(config: Config) -> list[str]:
                    if (p / "system.yaml").is_file()})
 
 
+def main_job_systems(config: Config) -> tuple[list[str], list[str]]:
+    """The systems a run without --system makes (the main job), and those whose system.yaml opts out of it
+    (``main_job: false``: a system too slow to install or run for the main job's time budget); "all" runs both."""
+    names = known_systems(config)
+    out = [n for n in names if load_system_yaml(system_folder(config, n), config).get("main_job", True) is False]
+    return [n for n in names if n not in out], out
+
+
 def system_folder(config: Config, name: str) -> Path | None:
     """The folder of system ``name``: the first root in MEMMATRIX_SYSTEMS that holds one."""
     return next((root / name for root in config.systems_roots if (root / name / "system.yaml").is_file()), None)
