@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate every committed result under results/ (oracle model, no API key), then verify them.
-# Every setting is memmatrix's default, so the README's first command reproduces these bytes.
+# Every setting is memmatrix's default, so the README's first command reproduces these bytes (for the systems its
+# main job runs; `--system all` adds those whose system.yaml says main_job: false).
 # The compose runs need Docker (scripts/offline-docker.sh); without a registry also set
 #   MEMMATRIX_BASE_IMAGE=memmatrix/base:bookworm MEMMATRIX_FALKORDB_IMAGE=memmatrix/falkordb-lite:0.11.0
 #   MEMMATRIX_LETTA_IMAGE=memmatrix/letta-server:0.16.8 MEMMATRIX_PGVECTOR_IMAGE=memmatrix/pgvector-lite:16
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/.."
 mm=${MEMMATRIX:-.venv/bin/memmatrix}
 out=${1:-results}
 
-$mm run --replace --out "$out"                                         # every system, every protocol, embedded
+$mm run --replace --system all --out "$out"                            # every system, every protocol, embedded
 $mm run --replace --system mem0@1.0.11 --out "$out"
 for system in reference mem0@2.2.1 mem0@1.0.11 graphiti letta mempalace langmem cognee amem hindsight; do
   $mm run --replace --system "$system" --runtime compose --out "$out"

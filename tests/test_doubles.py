@@ -226,3 +226,25 @@ def test_an_adapter_that_answers_fewer_writers_than_wrote_is_an_error_not_a_verd
     cells = [c for case in json.loads((out / "result.json").read_text())["cases"] for c in case["cells"]]
     assert {c["verdict"] for c in cells} == {"ERROR"}
     assert all("answered 1 writer(s) of 2" in c["reason"] for c in cells)
+
+
+def test_a_race_runs_every_repeat_and_the_report_pools_them(tmp_path, monkeypatch):
+    """Concurrency is repeated for timing, not for a model: a system that made no model call runs every repeat, and
+    the report adds each column's facts up over the runs (two runs of the lost update: W 80/128)."""
+    from conftest import ROOT
+    from memmatrix.cli import main
+    monkeypatch.setenv("MEMMATRIX_HOME", str(ROOT))
+    monkeypatch.setenv("MEMMATRIX_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    assert main(["run", "--system", f"{DOUBLES / 'concurrency.py'}:LastWriterLost", "--protocol", "concurrency",
+                 "--runtime", "inprocess", "--repeats", "2", "--out", str(out)]) == 0
+    runs = sorted((out / "concurrency").glob("*/*/*/result.json"))
+    assert [p.parent.name for p in runs] == ["inprocess", "inprocess+repeat-2"]
+    assert main(["run", "--system", "append", "--protocol", "concurrency", "--runtime", "inprocess", "--repeats", "2",
+                 "--out", str(tmp_path / "modelless")]) == 0
+    modelless = sorted((tmp_path / "modelless" / "concurrency").glob("*/*/*/result.json"))
+    assert [p.parent.name for p in modelless] == ["inprocess", "inprocess+repeat-2"]
+    assert not any(json.loads(p.read_text())["cost"]["total"]["llm_calls"] for p in modelless)
+    assert main(["report", str(out), "--output", str(tmp_path / "r.md")]) == 0
+    row = next(line for line in (tmp_path / "r.md").read_text().splitlines() if "| 2 | " in line)
+    assert "| 80/128 (0.62, " in row and "| 160/160 (1.00, " in row and "| 32/32 (1.00, " in row

@@ -82,11 +82,12 @@ class Batch:
         return req
 
     def repeats(self, protocol: EvalProtocol, asked: int | None) -> int:
-        """How many times a run of ``protocol`` is made: once, or for a repeated protocol (door) ``asked``, by
-        default 3 on the oracle and 5 with a real model (a system that made no model call runs once)."""
+        """How many times a run of ``protocol`` is made: once, or for a repeated protocol ``asked``, by default 3 on
+        the oracle and 5 with a real model for a model's variance (door: a system that made no model call runs
+        once), and 5 for a race's (concurrency)."""
         if not protocol.repeated:
             return 1
-        return asked or (5 if self.gateway.mode == "proxy" else 3)
+        return asked or (5 if self.gateway.mode == "proxy" or protocol.repeated == "timing" else 3)
 
     def execute(self, req: RunRequest, config: Config) -> Path | str:
         """One run: the result's folder, or why it produced none (a sentence; the batch goes on)."""

@@ -66,7 +66,7 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
             continue
         wrote.append(where)
         for k in range(2, batch.repeats(req.protocol, ns.repeats) + 1):
-            if not _made_model_calls(where):
+            if req.protocol.repeated == "model" and not _made_model_calls(where):
                 print(f"memmatrix: {req.spec.name} made no model call, so one run of {req.protocol.name} is its "
                       "measure", file=sys.stderr)
                 break
@@ -176,8 +176,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="memmatrix-results", metavar="DIR",
                    help="results folder (default: memmatrix-results; the committed matrix is results/)")
     r.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
-    r.add_argument("--repeats", type=int, metavar="N", help="runs of a repeated protocol (door) per system: default 3 "
-                   "on the oracle, 5 with a real model; a system that made no model call runs once")
+    r.add_argument("--repeats", type=int, metavar="N", help="runs of a repeated protocol per system: door 3 on the "
+                   "oracle and 5 with a real model (a system that made no model call runs once), concurrency 5")
     r.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="run the cases on N instances of the system at once (embedded and inprocess; systems whose "
                         "system.yaml says parallel: true); the transcripts are the same as with one (default: 1)")

@@ -58,7 +58,7 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
                         "not the system. The result's findings list the calls; the README explains each."]
         runs = sec.runs
         ranked, public = ranking(runs)
-        out += (measures_table(runs, steps) + ranked + private_table(paths, sec.protocol, public) + lag_table(runs)
+        out += (measures_table(runs, steps) + pooled_table(runs, steps) + ranked + private_table(paths, sec.protocol, public) + lag_table(runs)
                 + stage_table(runs) + cost_table(runs, setup_label))
         out.append("")
         for row in sec.rows:
@@ -118,6 +118,35 @@ def measures_table(runs: list[tuple[Path, dict]], steps: list[dict]) -> list[str
         s = r["stamp"]
         out.append(f"| {s['system']['name']} | {s['system']['version']} | {setup_label(path, r)} | "
                    + " | ".join(_measure(r["measures"].get(k, {})) for k in keys) + " |")
+    return out
+
+
+def pooled_table(runs: list[tuple[Path, dict]], steps: list[dict]) -> list[str]:
+    """For a setup run more than once (a repeated protocol), each column's facts added up over its runs, with the
+    Wilson 95% interval of the pooled rate: a race is measured by every draw, not by one."""
+    from .protocols.writepath import wilson
+    groups: dict[tuple, list] = defaultdict(list)
+    for path, r in runs:
+        s = r["stamp"]
+        if r.get("measures") and "core" not in r["measures"]:  # a Core (door) is ranked over its repeats instead
+            groups[(s["system"]["name"], s["system"]["version"], _repeat_free(setup_label(path, r)))].append(r)
+    groups = {k: v for k, v in groups.items() if len(v) > 1}
+    if not groups:
+        return []
+    keys = [s["key"] for s in steps]
+    out = ["", "Pooled over every run of a setup: facts passed out of facts measured per column, added up over its "
+               "runs (rate, Wilson 95% interval, upper bound of the failure rate).", "",
+           "| system | version | runtime (+variant) | runs | " + " | ".join(keys) + " |",
+           "|---|---|---|---|" + "---|" * len(keys)]
+    for (name, version, label), results in sorted(groups.items()):
+        cells = []
+        for k in keys:
+            passed = sum(r["measures"].get(k, {}).get("passed") or 0 for r in results)
+            n = sum(r["measures"].get(k, {}).get("of") or 0 for r in results)
+            interval = wilson(passed, n)
+            cells.append(_measure({"passed": passed, "of": n, "rate": passed / n, "wilson95": interval})
+                         + f" · fail ≤ {1 - interval[0]:.2%}" if n else "—")
+        out.append(f"| {name} | {version} | {label} | {len(results)} | " + " | ".join(cells) + " |")
     return out
 
 

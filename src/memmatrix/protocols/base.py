@@ -128,7 +128,9 @@ class EvalProtocol:
     version: str = ""
     steps: tuple[StepDef, ...] = ()
     uses_judge: bool = False  # does scoring consult the pinned judge where qualifiers are missing
-    repeated: bool = False    # are runs repeated (a system with a model inside may answer differently each time)
+    # are runs repeated, and why: "model" (a system with a model inside may answer differently each time: a
+    # system that made no model call runs once) or "timing" (a race: every system runs each repeat)
+    repeated: str | None = None
     in_main_job: bool = True  # does a run without --protocol run it (a stress protocol is asked for by name)
 
     def step(self, key: str) -> StepDef:

@@ -48,6 +48,7 @@ class ConcurrencyProtocol(EvalProtocol):
     version = "1.0.0"
     steps = STEPS
     in_main_job = False  # a stress protocol: run it with --protocol concurrency
+    repeated = "timing"  # one run is one draw of a race: the report pools every repeat's facts
 
     def validate_case(self, case: dict) -> list[str]:
         cid, shape, problems = case["id"], case.get("shape"), []

@@ -63,7 +63,7 @@ class DoorProtocol(EvalProtocol):
     name = "door"
     version = "1.0.0"
     steps = STEPS
-    repeated = True
+    repeated = "model"
 
     def validate_case(self, case: dict) -> list[str]:
         from .door_rules import validate_door_case
