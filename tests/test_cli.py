@@ -262,3 +262,13 @@ def test_another_setup_never_silently_replaces_a_result(tmp_path, capsys):
     assert "holds a result of a different setup (dataset '0000" in err and "--replace" in err
     assert main(["run", "--system", "notes", "--runtime", "inprocess", "--protocol", "deletion", "--replace",
                  "--out", str(out)]) == 0
+
+
+def test_a_run_ends_saying_whether_it_matches_the_committed_matrix(tmp_path, capsys):
+    """A run outside results/ is compared with the committed runs of its protocol, system and version: the same
+    cells match; a system the matrix does not hold has nothing to compare with."""
+    assert main(["run", "--system", "reference", "--protocol", "deletion", "--out", str(tmp_path / "a")]) == 0
+    assert "matches the committed matrix (1 run(s) compared, every cell the same)" in capsys.readouterr().err
+    assert main(["run", "--system", f"{ROOT / 'examples' / 'minimal_adapter.py'}:MinimalAdapter", "--protocol", "deletion", "--runtime", "inprocess",
+                 "--out", str(tmp_path / "b")]) == 0
+    assert "no committed result of the same setup to compare with" in capsys.readouterr().err

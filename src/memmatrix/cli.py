@@ -98,12 +98,15 @@ def _closing(config: Config, out: Path, wrote: list[Path]) -> None:
         return
     (out / "report.md").write_text(render(wrote, config=config), encoding="utf-8")  # this run's results only
     print(f"memmatrix: the full report is in {out / 'report.md'}", file=sys.stderr)
+    # only the committed runs of the same protocol, system and version can match (<protocol>/<system>/<version>/):
+    # reading the whole matrix would cost more than a small run
+    baseline = sorted(p for p in {committed.joinpath(*w.parts[-4:-1]) for w in wrote} if p.is_dir())
     try:
-        report = diff([committed], wrote, config)
+        report = diff(baseline, wrote, config) if baseline else None
     except MemmatrixError as exc:  # the run went well; only the comparison could not be made
         print(f"memmatrix: not compared with the committed matrix: {exc}", file=sys.stderr)
         return
-    if not report.compared:
+    if report is None or not report.compared:
         print("memmatrix: no committed result of the same setup to compare with", file=sys.stderr)
     elif not report.changes:
         print(f"memmatrix: matches the committed matrix ({len(report.compared)} run(s) compared, every cell the same)",
