@@ -52,6 +52,10 @@ def test_the_main_job_leaves_out_a_system_that_opts_out_and_all_runs_it(tmp_path
     assert ran("--system", "all") == ["notes", "slowpoke"]
     assert ran("--system", "slowpoke") == ["slowpoke"]
     assert "leaves out" not in capsys.readouterr().err
+    assert main(["systems"]) == 0
+    listed = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
+    assert listed["slowpoke"].endswith("; not in the main job (--system all or by name)")
+    assert "main job" not in listed["notes"]
 
 
 @pytest.mark.parametrize("runtime", ["inprocess", "embedded"])

@@ -193,7 +193,9 @@ def cmd_systems(ns: argparse.Namespace, config: Config) -> int:
         if block:  # any release the adapter can drive, by sweep or name@version
             refused = [r["versions"] for r in block.get("ranges", []) if r.get("drivable") is False]
             swept = "; any release" + (f" but {', '.join(refused)}" if refused else "")
-        print(f"{name:12} {meta['title']} — versions: {versions}{swept}; runtimes: {', '.join(meta['runtimes'])}")
+        opt_in = "; not in the main job (--system all or by name)" if meta.get("main_job", True) is False else ""
+        print(f"{name:12} {meta['title']} — versions: {versions}{swept}; runtimes: {', '.join(meta['runtimes'])}"
+              f"{opt_in}")
     return 0
 
 
