@@ -58,8 +58,9 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
                         "not the system. The result's findings list the calls; the README explains each."]
         runs = sec.runs
         ranked, public = ranking(runs)
-        out += (measures_table(runs, steps) + pooled_table(runs, steps) + ranked + private_table(paths, sec.protocol, public) + lag_table(runs)
-                + stage_table(runs) + cost_table(runs, setup_label))
+        out += (measures_table(runs, steps) + pooled_table(runs, steps) + ranked
+                + private_table(paths, sec.protocol, public) + lag_table(runs) + stage_table(runs)
+                + cost_table(runs, setup_label))
         out.append("")
         for row in sec.rows:
             out += [f"<details><summary>Cases: {row.system} {row.version} ({row.label})</summary>", "",
@@ -143,9 +144,12 @@ def pooled_table(runs: list[tuple[Path, dict]], steps: list[dict]) -> list[str]:
         for k in keys:
             passed = sum(r["measures"].get(k, {}).get("passed") or 0 for r in results)
             n = sum(r["measures"].get(k, {}).get("of") or 0 for r in results)
+            if not n:
+                cells.append("—")
+                continue
             interval = wilson(passed, n)
             cells.append(_measure({"passed": passed, "of": n, "rate": passed / n, "wilson95": interval})
-                         + f" · fail ≤ {1 - interval[0]:.2%}" if n else "—")
+                         + f" · fail ≤ {1 - interval[0]:.2%}")
         out.append(f"| {name} | {version} | {label} | {len(results)} | " + " | ".join(cells) + " |")
     return out
 
