@@ -61,3 +61,21 @@ def test_durations_ago_are_masked_but_never_at_a_needles_cost():
     n.set_needles(["QX-4471", "5 minutes ago"])
     assert n({"text": "QX-4471 set 5 minutes ago, 9s ago"}) == {"text": "QX-4471 set 5 minutes ago, 9s ago"}
     assert n({"text": "QX-4471, seen 9s ago"}) == {"text": "QX-4471, seen ~ago"}
+
+
+def test_values_json_does_not_make_follow_the_same_rules():
+    """Answers come off the wire as plain JSON; anything else (a str subclass, a mapping subclass, a number
+    type JSON has not) is normalised by the same rules, not passed through."""
+    from collections import OrderedDict
+    from decimal import Decimal
+
+    class Label(str):
+        pass
+
+    n = Normalizer(volatile_fields=frozenset({"score", "text"}))
+    out = n(OrderedDict(id=Label("m7"), score=Decimal("0.5"), api_key=Label("x"), text=3,
+                        items=[{"id": "m7"}], memory_id=Label("m8")))
+    assert out == {"id": "~1", "score": "~volatile", "api_key": "~redacted", "text": 3,
+                   "items": [{"id": "~1"}], "memory_id": "~2"}
+    n.set_needles(["m7 kept"])
+    assert n({"id": Label("m7 kept"), "score": Label("m7 kept")}) == {"id": "m7 kept", "score": "m7 kept"}

@@ -77,6 +77,11 @@ class Normalizer:
     worker: int | None = None  # an instance of a --jobs run labels ids its own way (parallel.py renumbers them)
     met: list[str] = field(default_factory=list)  # the raw ids normalisation met since the last record was added
     _ids: dict[str, str] = field(default_factory=dict)
+    # remembered from the fields above: the needles' first tokens, and the volatile fields a scorer does not read
+    _firsts: tuple[str, ...] = field(default=(), repr=False)
+    _firsts_of: tuple | None = field(default=None, repr=False)
+    _masked: frozenset[str] = field(default=frozenset(), repr=False)
+    _masked_of: frozenset[str] | None = field(default=None, repr=False)
 
     def set_needles(self, wordings: list[str]) -> None:
         self.needles = tuple(t for t in (tuple(tokens(w)) for w in wordings) if t)
@@ -95,8 +100,26 @@ class Normalizer:
         return frozenset(k for k, want in enumerate(self.needles) if holds_run(have, want))
 
     def protected(self, text: str) -> bool:
-        """Does ``text`` hold a needle? Then it is never replaced whole."""
-        return bool(self.held(text))
+        """Does ``text`` hold a needle? Then it is never replaced whole. (``held``'s answer as a yes or no, asked of
+        every string of every answer: the first tokens are looked for once each, and the first needle found ends
+        the search.)"""
+        needles = self.needles
+        if not needles:
+            return False
+        if plain(text):
+            if self._firsts_of is not needles:
+                self._firsts, self._firsts_of = tuple(dict.fromkeys(w[0] for w in needles)), needles
+            low = text.lower()
+            for first in self._firsts:
+                if first in low:
+                    break
+            else:
+                return False
+        have = token_tuple(text)
+        for want in needles:
+            if holds_run(have, want):
+                return True
+        return False
 
     def _id(self, raw: str) -> str:
         self.met.append(raw)
@@ -138,17 +161,49 @@ class Normalizer:
         return value
 
     def __call__(self, value: Any, key: str | None = None) -> Any:
+        if self._masked_of is not self.volatile_fields:
+            self._masked, self._masked_of = self.volatile_fields - SCORED_FIELDS, self.volatile_fields
+        return self._walk(value, key)
+
+    def _walk(self, value: Any, key: str | None) -> Any:
+        # the rules in order: a string holding a needle keeps all but its UUIDs and clock times; a volatile
+        # field's scalar is masked; a secret's string redacted; an id renumbered. Dispatched on the exact type
+        # (what JSON makes), anything else goes the general way (_rules)
+        t = type(value)
+        if t is dict:
+            walk = self._walk
+            return {k: walk(v, k) for k, v in value.items()}
+        if t is list:
+            walk = self._walk
+            return [walk(v, key) for v in value]
+        if t is str:
+            if self.protected(value):
+                return self._text(value, key)
+            if key is not None:
+                if key in self._masked:
+                    return "~volatile"
+                if secret_key(key):
+                    return "~redacted"
+                if key in ID_KEYS:
+                    return self._id(value.lower() if _UUID.fullmatch(value) else value)
+            return self._text(value, key)
+        if t is int or t is float or t is bool:
+            return "~volatile" if key is not None and key in self._masked else value
+        if value is None:
+            return None
+        return self._rules(value, key)
+
+    def _rules(self, value: Any, key: str | None) -> Any:
         if isinstance(value, str) and self.protected(value):
             return self._text(value, key)
-        if key is not None and key in self.volatile_fields and key not in SCORED_FIELDS and value is not None \
-                and not isinstance(value, (dict, list)):
+        if key is not None and key in self._masked and value is not None and not isinstance(value, (dict, list)):
             return "~volatile"
         if key is not None and isinstance(value, str) and secret_key(key):
             return "~redacted"
         if isinstance(value, dict):
-            return {k: self(v, k) for k, v in value.items()}
+            return {k: self._walk(v, k) for k, v in value.items()}
         if isinstance(value, list):
-            return [self(v, key) for v in value]
+            return [self._walk(v, key) for v in value]
         if isinstance(value, str):
             if key in ID_KEYS:
                 return self._id(value.lower() if _UUID.fullmatch(value) else value)
