@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from memmatrix.claims import (CONTRADICTED, INCONCLUSIVE, NOT_MEASURED, PARTLY, REPRODUCED, UNTESTABLE, Claim,
-                              Measured, cell_status, evaluate)
+from memmatrix.claims import (CONTRADICTED, NOT_MEASURED, REPRODUCED, UNDECIDED, UNTESTABLE, Claim, Measured,
+                              case_outcome, evaluate, folder_setup, load_claims, measured, unread_mentions)
 from memmatrix.cli import main
 
 
@@ -20,51 +20,154 @@ def claim(tests, versions="", **extra) -> Claim:
     return Claim("mem0", raw, Path("claims/mem0.yaml"))
 
 
-def result(version, protocol, runtime="embedded", **cells) -> Measured:
-    return Measured("mem0", version, protocol, runtime, Path(f"r/{protocol}/{version}/result.json"), dict(cells))
+def cell(step, verdict, reason="", checks=()):
+    return {"step": step, "verdict": verdict, "reason": reason, "checks": list(checks)}
 
 
-@pytest.mark.parametrize("verdicts, expect, status", [
-    (["PASS", "PASS"], "PASS", REPRODUCED),
-    (["FAIL", "FAIL"], "FAIL", REPRODUCED),           # the vendor itself predicted the failure
-    (["FAIL", "SKIP"], "PASS", CONTRADICTED),
-    (["PASS", "FAIL"], "PASS", PARTLY),
-    (["PASS", "ERROR"], "PASS", INCONCLUSIVE),        # an errored case cannot be counted as reproducing
-    (["FAIL", "ERROR"], "PASS", CONTRADICTED),
-    (["UNSUPPORTED", "SKIP"], "PASS", INCONCLUSIVE),
-    ([], "PASS", INCONCLUSIVE),
+def result(version, protocol, *cases, runtime="embedded", options=None, cases_set="") -> Measured:
+    """A result whose cases are given as {step: verdict} dicts (or {step: cell} where a cell needs checks)."""
+    rows = [{"id": f"c{i}", "cells": {k: v if isinstance(v, dict) else cell(k, v) for k, v in c.items()}}
+            for i, c in enumerate(cases)]
+    return Measured("mem0", version, protocol, runtime, Path(f"r/{protocol}/{version}/result.json"), options or {},
+                    cases_set, rows)
+
+
+def stores_cell(verdict="FAIL", **held):
+    """A deletion step-9 cell whose canary rows say, per store, (before, after-forget, end) held."""
+    rows = [{"check": "store", "target": "canary", "store": s, "moment": m, "held": h}
+            for s, moments in held.items() for m, h in zip(("before", "after-forget", "end"), moments)]
+    return cell("9", verdict, "", rows)
+
+
+@pytest.mark.parametrize("test, cells, outcome", [
+    ({"step": "4", "expect": "PASS"}, {"4": cell("4", "PASS")}, "agree"),
+    ({"step": "4", "expect": "FAIL"}, {"4": cell("4", "FAIL")}, "agree"),  # the vendor itself predicted the failure
+    ({"step": "4", "expect": "PASS"}, {"4": cell("4", "FAIL")}, "against"),
+    ({"step": "4", "expect": "PASS"}, {"4": cell("4", "ERROR", "boom")}, "undecided"),
+    ({"step": "4", "expect": "PASS"}, {"4": cell("4", "SKIP")}, "undecided"),
+    ({"step": "4", "expect": "PASS"}, {}, "undecided"),
+    # one store at one moment, whatever the others hold
+    ({"step": "9", "expect": "PASS", "stores": ["observations"]},
+     {"9": stores_cell(observations=(True, False, True), **{"llm-requests": (True, True, True)})}, "agree"),
+    ({"step": "9", "expect": "PASS", "stores": ["observations"], "moment": "end"},
+     {"9": stores_cell(observations=(True, False, True))}, "against"),
+    ({"step": "9", "expect": "PASS", "stores": ["observations"]},
+     {"9": stores_cell(observations=(False, False, False))}, "undecided"),  # never held it: clean proves nothing
+    ({"step": "9", "expect": "PASS", "stores": ["vectors"]},
+     {"9": stores_cell(observations=(True, False, False))}, "undecided"),  # not probed
+    ({"step": "9", "expect": "PASS", "stores": ["observations"]},
+     {"9": cell("9", "ERROR", "probe failed")}, "undecided"),
 ])
-def test_a_cell_is_read_across_every_case(verdicts, expect, status):
-    assert cell_status(verdicts, expect) == status
+def test_one_case_is_read_as_the_test_names_it(test, cells, outcome):
+    assert case_outcome(cells, {"protocol": "deletion", **test})[0] == outcome
+
+
+def test_statuses_count_decided_cases_and_name_the_rest():
+    c = claim([{"protocol": "contradiction", "step": "A", "expect": "PASS"}])
+    (row,) = evaluate([c], [result("1.0", "contradiction", {"A": "PASS"}, {"A": "PASS"}, {"A": "ERROR"})])
+    assert row["status"] == REPRODUCED and row["summary"] == "reproduced in 2 of 2 decided cases (1 undecided)"
+    (row,) = evaluate([c], [result("1.0", "contradiction", {"A": "PASS"}, {"A": "FAIL"}, {"A": "ERROR"})])
+    assert row["status"] == CONTRADICTED and row["summary"] == "contradicted in 1 of 2 decided cases (1 undecided)"
+    (row,) = evaluate([c], [result("1.0", "contradiction", {"A": cell("A", "ERROR", "upstream #1876")})])
+    assert row["status"] == UNDECIDED and "upstream #1876" in row["summary"]
 
 
 def test_a_claim_is_judged_at_each_release_in_range_and_headlined_by_the_newest():
     c = claim([{"protocol": "deletion", "step": "9", "expect": "PASS"},
                {"protocol": "contradiction", "step": "D", "expect": "PASS"}], versions=">=1.0,<3")
     rows = evaluate([c], [
-        result("0.9", "deletion", **{"9": ["FAIL"]}),                       # out of range: ignored
-        result("1.0.7", "deletion", **{"9": ["PASS", "PASS"]}), result("1.0.7", "contradiction", D=["PASS"]),
-        result("2.2.1", "deletion", **{"9": ["PASS"]}), result("2.2.1", "contradiction", D=["FAIL", "FAIL"]),
+        result("0.9", "deletion", {"9": "FAIL"}),                              # out of range: ignored
+        result("1.0.7", "deletion", {"9": "PASS"}, {"9": "PASS"}), result("1.0.7", "contradiction", {"D": "PASS"}),
+        result("2.2.1", "deletion", {"9": "PASS"}), result("2.2.1", "contradiction", {"D": "FAIL"}, {"D": "FAIL"}),
     ])
     (row,) = rows
-    assert [(m["version"], m["status"]) for m in row["measured"]] == [("1.0.7", REPRODUCED), ("2.2.1", PARTLY)]
-    assert row["status"] == PARTLY
+    assert [(m["version"], m["status"]) for m in row["measured"]] == [("1.0.7", REPRODUCED), ("2.2.1", CONTRADICTED)]
+    assert row["status"] == CONTRADICTED and row["at"] == "2.2.1"
+    assert row["summary"] == "contradicted in 2 of 3 decided cases"
     assert row["measured"][0]["cells"][0]["result"] == "r/deletion/1.0.7/result.json"
 
 
-def test_an_unmeasured_protocol_keeps_a_claim_from_being_reproduced():
+def test_an_unmeasured_protocol_is_named_beside_the_status():
     c = claim([{"protocol": "deletion", "step": "4", "expect": "PASS"},
                {"protocol": "contradiction", "step": "A", "expect": "PASS"}])
-    (row,) = evaluate([c], [result("2.2.1", "deletion", **{"4": ["PASS"]})])
-    assert row["status"] == PARTLY and row["measured"][0]["cells"][1]["status"] == NOT_MEASURED
+    (row,) = evaluate([c], [result("2.2.1", "deletion", {"4": "PASS"})])
+    assert row["status"] == REPRODUCED and row["measured"][0]["cells"][1]["status"] == NOT_MEASURED
+    assert row["summary"] == "reproduced in 1 of 1 decided cases (not measured: contradiction A)"
     (row,) = evaluate([c], [])
     assert row["status"] == NOT_MEASURED and row["measured"] == []
 
 
+def test_a_test_reads_only_results_of_its_setup_and_case_set_and_variants_have_their_own_line():
+    c = claim([{"protocol": "deletion", "step": "4", "expect": "PASS"},
+               {"protocol": "deletion", "step": "4", "expect": "PASS", "setup": {"graph": "kuzu"}},
+               {"protocol": "deletion", "step": "4", "expect": "PASS", "cases": "breadth"}])
+    rows = evaluate([c], [result("1.0", "deletion", {"4": "PASS"}),
+                          result("1.0", "deletion", {"4": "FAIL"}, options={"graph": "kuzu"}),
+                          result("1.0", "deletion", {"4": "FAIL"}, {"4": "PASS"}, cases_set="breadth-2.0.0-1a0edcf4"),
+                          result("1.0", "deletion", {"4": "FAIL"}, options={"forget_path": "x"})])  # read by none
+    (row,) = rows
+    assert row["status"] == CONTRADICTED and row["summary"] == "contradicted in 1 of 3 decided cases"
+    (variant,) = row["variants"]
+    assert variant["setup"] == {"graph": "kuzu"} and variant["status"] == CONTRADICTED
+
+
+def test_a_claim_about_an_opt_in_mode_is_headlined_by_that_mode():
+    c = claim([{"protocol": "contradiction", "step": "D", "expect": "PASS", "setup": {"mode": "on"}}],
+              setup={"mode": "on"})
+    (row,) = evaluate([c], [result("1.0", "contradiction", {"D": "PASS"}, options={"mode": "on"}),
+                            result("1.0", "contradiction", {"D": "FAIL"})])
+    assert row["status"] == REPRODUCED and row["variants"] == []
+
+
+@pytest.mark.parametrize("folder, parsed", [
+    ("embedded", ("embedded", {}, "", True)),
+    ("compose+forget_path=agent_delete", ("compose", {"forget_path": "agent_delete"}, "", True)),
+    ("embedded+cases=breadth-2.0.0-1a0edcf4", ("embedded", {}, "breadth-2.0.0-1a0edcf4", True)),
+    ("embedded+oracle-undated", ("embedded", {}, "", False)),
+    ("embedded+seed=3", ("embedded", {}, "", False)),
+])
+def test_a_result_folder_names_its_setup(folder, parsed):
+    assert folder_setup(folder) == parsed
+
+
 def test_a_benchmark_claim_is_untestable_offline_whatever_the_results():
     c = claim([], kind="benchmark", untestable="a real model and the LoCoMo dataset")
-    (row,) = evaluate([c], [result("2.2.1", "deletion", **{"4": ["PASS"]})])
+    (row,) = evaluate([c], [result("2.2.1", "deletion", {"4": "PASS"})])
     assert row["status"] == UNTESTABLE and row["untestable"].startswith("a real model")
+
+
+def test_every_store_and_moment_a_note_names_is_read_by_its_tests(config):
+    """A note that says which store or moment decides a claim must be what its status is computed from."""
+    from memmatrix.verify import find_results
+    declared: dict[str, set[str]] = {}
+    for path in find_results([ROOT / "results"]):
+        r = json.loads(path.read_text())
+        declared.setdefault(r["stamp"]["system"]["name"], set()).update(s["name"] for s in r["capabilities"]["stores"])
+    problems = {c.id: unread_mentions(c, declared.get(c.system, set())) for c in load_claims(ROOT / "claims", config)}
+    assert {k: v for k, v in problems.items() if v} == {}
+
+
+def test_a_note_naming_an_unread_store_or_moment_is_caught():
+    c = claim([{"protocol": "deletion", "step": "4", "expect": "PASS"}],
+              note="the `observations` store decides it, right after the forget; observations are facts")
+    assert unread_mentions(c, {"observations", "llm-requests"}) == ["store 'observations'", "moment 'after-forget'"]
+    c = claim([{"protocol": "deletion", "step": "4", "expect": "PASS"}], note="llm-requests keeps every prompt")
+    assert unread_mentions(c, {"observations", "llm-requests"}) == ["store 'llm-requests'"]
+    c = claim([{"protocol": "deletion", "step": "9", "expect": "PASS", "stores": ["observations"]}],
+              note="the `observations` store decides it, right after the forget; llm-requests is a log",
+              ignores=[{"store": "llm-requests", "why": "a log of prompts, not a derived memory"}])
+    assert unread_mentions(c, {"observations", "llm-requests"}) == []
+
+
+def test_every_claim_names_stores_its_system_declares(config):
+    from memmatrix.verify import find_results
+    declared: dict[str, set[str]] = {}
+    for path in find_results([ROOT / "results"]):
+        r = json.loads(path.read_text())
+        declared.setdefault(r["stamp"]["system"]["name"], set()).update(s["name"] for s in r["capabilities"]["stores"])
+    wrong = [(c.id, s) for c in load_claims(ROOT / "claims", config) for t in c.tests for s in t.get("stores") or []
+             if s not in declared.get(c.system, set())]
+    assert wrong == []
 
 
 def write_claims(folder: Path, **override) -> Path:
@@ -84,6 +187,10 @@ def write_claims(folder: Path, **override) -> Path:
     ({"versions": "2.x"}, "versions '2.x' is not a PEP 440 specifier set"),
     ({"tests": [{"protocol": "deletion", "step": "4", "expect": "MAYBE"}]}, "does not fit schemas/claims.schema.json"),
     ({"tests": []}, "does not fit schemas/claims.schema.json"),  # neither a cell nor what it would need
+    ({"tests": [{"protocol": "deletion", "step": "4", "expect": "PASS", "stores": ["x"]}]},
+     "deletion step 4 records no per-store sub-verdicts"),
+    ({"tests": [{"protocol": "deletion", "step": "9", "expect": "PASS", "setup": {"colour": "red"}}]},
+     "setup names option 'colour', which systems/mem0/system.yaml does not declare"),
 ])
 def test_a_wrong_claim_file_is_one_line_naming_it_before_any_result_is_read(tmp_path, capsys, override, says):
     folder = write_claims(tmp_path / "claims", **override)
@@ -98,7 +205,7 @@ def test_a_status_change_against_the_baseline_fails_the_job_only_when_asked(tmp_
     out = tmp_path / "now.json"
     assert main(["claims", str(results), "--claims", str(folder), "--json", str(out)]) == 0
     now = json.loads(out.read_text())["claims"]
-    assert now[0]["measured"][0]["version"] == "2.2.1" and now[0]["status"] in (REPRODUCED, CONTRADICTED, PARTLY)
+    assert now[0]["measured"][0]["version"] == "2.2.1" and now[0]["status"] in (REPRODUCED, CONTRADICTED, UNDECIDED)
     before = tmp_path / "before.json"
     flipped = REPRODUCED if now[0]["status"] != REPRODUCED else CONTRADICTED
     before.write_text(json.dumps({"kind": "memmatrix.claims", "claims": [{**now[0], "status": flipped}]}))
@@ -112,6 +219,6 @@ def test_a_status_change_against_the_baseline_fails_the_job_only_when_asked(tmp_
 
 def test_a_claim_the_new_results_do_not_measure_is_no_status_change():
     from memmatrix.claims import changes
-    before = [{"id": "X-1", "system": "mem0", "status": REPRODUCED}, {"id": "X-2", "system": "mem0", "status": PARTLY}]
+    before = [{"id": "X-1", "system": "mem0", "status": REPRODUCED}, {"id": "X-2", "system": "mem0", "status": UNDECIDED}]
     after = [{"id": "X-1", "system": "mem0", "status": NOT_MEASURED}, {"id": "X-2", "system": "mem0", "status": CONTRADICTED}]
-    assert changes(before, after) == ["X-2 (mem0): partly -> contradicted"]
+    assert changes(before, after) == ["X-2 (mem0): undecided -> contradicted"]

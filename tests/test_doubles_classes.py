@@ -58,8 +58,11 @@ def test_marking_everything_former_fails_setup_and_answer(config, tmp_path):
     for case, cells in moved.items():
         assert cells["setup"] == "FAIL", (case, cells)
         if right[case]["shape"] in CORRECTED_WITH_NEW:
-            assert cells["A"] == "FAIL", (case, cells)
-        assert "B" not in cells and "D" not in cells  # the stale value is qualified, the history still knowable
+            assert cells["A"] == "FAIL" and cells["C"] == "FAIL", (case, cells)
+        else:  # nothing current was ever served: the stale value marked former proves no correction
+            assert cells["A"] == "SKIP" and cells["C"] == "SKIP", (case, cells)
+        assert cells["B"] == "SKIP", (case, cells)  # qualified, but beside nothing served as current
+        assert "D" not in cells  # the history is still knowable
 
 
 def test_retiring_the_twin_fails_every_control(config, tmp_path):
@@ -72,9 +75,40 @@ def test_a_late_reindex_of_the_refed_source_is_caught(slow_config, tmp_path):
     cases = one_case(tmp_path)
     right, moved = pair(slow_config, tmp_path, "IndexesLateWithTombstones", "IndexesLateNoTombstones", cases=cases)
     assert {v for k, v in next(iter(right.values())).items() if k != "shape"} == {"PASS"}
-    assert moved == {"identifier-locker-code": {"6": "FAIL", "8": "FAIL", "9": "FAIL"}}
+    assert moved == {"identifier-locker-code": {"6": "FAIL", "8": "FAIL"}}  # re-derived, not left by the delete
     result = json.loads(next((tmp_path / "b").rglob("result.json")).read_text())
+    rows = store_rows(result, "identifier-locker-code", "canary")
+    assert rows[("facts", "after-forget")] is False and rows[("facts", "end")] is True
     assert any("every absence check was polled for the whole settle timeout (7 polls" in f for f in result["findings"])
+
+
+def store_rows(result: dict, case: str, target: str) -> dict[tuple[str, str], bool]:
+    """Step 9's sub-verdicts of one case: (store, moment) -> held."""
+    cell = next(c for x in result["cases"] if x["id"] == case for c in x["cells"] if c["step"] == "9")
+    return {(r["store"], r["moment"]): r["held"] for r in cell["checks"]
+            if r.get("check") == "store" and r["target"] == target}
+
+
+def test_a_delete_that_takes_effect_a_moment_later_is_not_a_leak(slow_config, tmp_path):
+    """No quiescence signal, eventually consistent: the first polls after each forget still show the value; once
+    it is gone it stays gone. Steps 4, 9 and 12 wait for the forget to take effect, as an absence check does."""
+    right, moved = pair(slow_config, tmp_path, "NoGhost", "DeletesAMomentLater", cases=one_case(tmp_path))
+    assert {v for k, v in right["identifier-locker-code"].items() if k != "shape"} == {"PASS"}
+    assert moved == {"identifier-locker-code": {}}
+    result = json.loads(next((tmp_path / "b").rglob("result.json")).read_text())
+    rows = store_rows(result, "identifier-locker-code", "canary")
+    assert rows[("facts", "before")] is True and rows[("facts", "after-forget")] is False
+
+
+def test_what_the_refeed_brings_back_to_a_store_is_not_residue(config, tmp_path):
+    """The forget cleans the raw log; the re-fed source is logged again. Step 9 reads what the delete left."""
+    _, moved = pair(config, tmp_path, "AuditByDigest", "RawLogRefilledByRefeed")
+    assert all(cells == {} for cells in moved.values()), moved
+    result = json.loads(next((tmp_path / "b").rglob("result.json")).read_text())
+    for case in moved:
+        rows = store_rows(result, case, "canary")
+        assert (rows[("raw-log", "before")], rows[("raw-log", "after-forget")], rows[("raw-log", "end")]) == \
+            (True, False, True), (case, rows)
 
 
 def test_a_value_that_flickers_back_is_a_leak(slow_config, tmp_path):

@@ -32,14 +32,14 @@ def test_every_fail_in_every_committed_result_carries_a_stage():
     assert [f"{p}: {cid} {c['step']}" for p, cid, c in fails if not c.get("stage")] == []
 
 
-def _old_result(tmp_path: Path) -> Path:
+def _old_result(tmp_path: Path, protocol: str = "writepath", version: str = "1.0.0") -> Path:
     """A committed run with FAIL cells, as it was before it was rescored."""
-    src = ROOT / "results" / "deletion" / "notes" / "1.0" / "embedded"
-    dst = tmp_path / "deletion" / "notes" / "1.0" / "embedded"
+    src = ROOT / "results" / protocol / "notes" / "1.0" / "embedded"
+    dst = tmp_path / protocol / "notes" / "1.0" / "embedded"
     shutil.copytree(src, dst)
     r = json.loads((dst / "result.json").read_text())
     r["stamp"].pop("rescored", None)
-    r["stamp"]["protocol"]["version"] = "1.3.0"
+    r["stamp"]["protocol"]["version"] = version
     for case in r["cases"]:
         for cell in case["cells"]:
             cell.pop("stage", None)
@@ -53,9 +53,10 @@ def test_rescore_brings_a_result_forward_when_no_verdict_moves(config, tmp_path)
     from memmatrix.verify import verify_result
     path = _old_result(tmp_path)
     assert "stage" in verify_result(path, config)[0]  # a FAIL without a stage no longer fits the schema
-    assert rescore(path, config) == "deletion 1.3.0 -> 1.4.0"
+    assert rescore(path, config) == "writepath 1.0.0 -> 1.1.0"
     r = json.loads(path.read_text())
-    assert scoring_version(r["stamp"]) == "1.4.0" and r["stamp"]["rescored"]["from_version"] == "1.3.0"
+    assert scoring_version(r["stamp"]) == "1.1.0" and r["stamp"]["rescored"]["from_version"] == "1.0.0"
+    assert "moved" not in r["stamp"]["rescored"]
     assert verify_result(path, config) == []
 
 
@@ -69,3 +70,22 @@ def test_rescore_refuses_when_a_verdict_would_move(config, tmp_path):
     with pytest.raises(RescoreRefused, match="would change 1 cell"):
         rescore(path, config)
     assert json.loads(path.read_text()) == r
+
+
+def test_rescore_across_a_version_that_moves_verdicts_lists_every_moved_cell_with_why(config, tmp_path):
+    """deletion 1.5.0 reads step 9 from what the forget left: a result scored before says which cells moved."""
+    from memmatrix.protocols import get_protocol
+    from memmatrix.rescore import rescore
+    from memmatrix.verify import verify_result
+    path = _old_result(tmp_path, "deletion", "1.3.0")
+    r = json.loads(path.read_text())
+    for case in r["cases"]:
+        cell = next(c for c in case["cells"] if c["step"] == "9")
+        cell.update(verdict="FAIL", reason="canary still held at the end by ['notes-file']",
+                    checks=[{"check": "stores", "target": "canary", "ok": False, "stage": "stored-not-retrieved"}])
+    path.write_text(json.dumps(r))
+    assert rescore(path, config) == f"deletion 1.3.0 -> 1.5.0 ({len(r['cases'])} cell(s) moved)"
+    rescored = json.loads(path.read_text())["stamp"]["rescored"]
+    assert rescored["moved"]["why"] == get_protocol("deletion").moves["1.5.0"]
+    assert rescored["moved"]["cells"] == [f"case {c['id']} step 9: FAIL -> PASS" for c in r["cases"]]
+    assert verify_result(path, config) == []

@@ -136,7 +136,8 @@ def cmd_timeline(ns: argparse.Namespace, config: Config) -> int:
 def cmd_claims(ns: argparse.Namespace, config: Config) -> int:
     import json
     import os
-    from .claims import changes, evaluate, load_claims, load_json, markdown, measured
+    from .claims import changes, evaluate, load_claims, load_json, measured
+    from .claimsview import markdown
     from .verify import find_results
     from .errors import ConfigError
     if ns.fail_on_change and not ns.baseline:

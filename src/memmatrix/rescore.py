@@ -4,15 +4,20 @@ When a protocol's scorer gains annotations (a stage on every FAIL, measures) wit
 cell decides, a committed result is re-derived instead of re-run: its transcript is read (the hash over
 its canonical lines checked first), every case is scored again, and the result is rewritten only when
 every cell keeps its verdict and its reason. The stamp then says so (``rescored``: from which protocol
-version, to which, when, by which harness); the run header and everything the run recorded stay as they
-were, so ``memmatrix verify`` still binds the result to the transcript that produced it. A scorer change
-that would move a verdict is refused here: that needs a new run. A result made before results carried
+version, to which, when, by which harness, and the earlier rescores); the run header and everything the
+run recorded stay as they were, so ``memmatrix verify`` still binds the result to the transcript that
+produced it. A scorer change that would move a verdict is refused, unless a protocol version between the
+result's and this one declares that it moves verdicts (``EvalProtocol.moves``, with why): then every moved
+cell is listed in ``rescored.moved`` beside that why, so a reader sees which verdicts a new reading of the
+same transcript changed. Otherwise the run is made again. A result made before results carried
 ``costs`` (derived from the transcripts, src/memmatrix/costs.py) gains them the same way.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from packaging.version import Version
 
 from .artifacts import check_result, render_result
 from .config import Config
@@ -39,7 +44,9 @@ def _moved(old: list[dict], new: list[dict]) -> list[str]:
         for cell in a["cells"]:
             fresh = cells.get(cell["step"], {})
             if (fresh.get("verdict"), fresh.get("reason")) != (cell["verdict"], cell["reason"]):
-                out.append(f"case {a['id']} step {cell['step']}: {cell['verdict']} -> {fresh.get('verdict')}")
+                same = fresh.get("verdict") == cell["verdict"]
+                out.append(f"case {a['id']} step {cell['step']}: {cell['verdict']} -> {fresh.get('verdict')}"
+                           + (" (its reason)" if same else ""))
         if len(a["cells"]) != len(b["cells"]):
             out.append(f"case {a['id']}: {len(a['cells'])} cells -> {len(b['cells'])}")
     return out
@@ -65,7 +72,9 @@ def rescore(path: Path, config: Config) -> str:
         return "costs derived"
     cases = score_transcript(protocol, records)
     moved = _moved(result["cases"], cases)
-    if moved:
+    why = [w for v, w in sorted(protocol.moves.items(), key=lambda vw: Version(vw[0]))
+           if Version(before) < Version(v) <= Version(protocol.version)]
+    if moved and not why:
         raise RescoreRefused(f"{path}: the {protocol.name} {protocol.version} scorer would change {len(moved)} cell(s) "
                              f"({'; '.join(moved[:3])}); re-run it with `memmatrix run` instead")
     result["cases"] = cases
@@ -76,9 +85,14 @@ def rescore(path: Path, config: Config) -> str:
     measures = protocol.measures(cases)
     if measures is not None:
         result["measures"] = measures
+    earlier = stamp.get("rescored")
     stamp["rescored"] = {"protocol_version": protocol.version, "from_version": before, "at": now_utc(),
                          "harness": harness(config.home)}
+    if moved:
+        stamp["rescored"]["moved"] = {"why": " / ".join(why), "cells": moved}
+    if earlier:
+        stamp["rescored"]["earlier"] = [*earlier.pop("earlier", []), earlier]
     stamp["fingerprint"] = fingerprint(stamp)
     check_result(result, config.schemas_dir)
     path.write_text(render_result(result), encoding="utf-8")
-    return f"{protocol.name} {before} -> {protocol.version}"
+    return f"{protocol.name} {before} -> {protocol.version}" + (f" ({len(moved)} cell(s) moved)" if moved else "")

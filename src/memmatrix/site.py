@@ -239,7 +239,9 @@ def write_site(paths: list[Path], out: Path, config) -> Path:
     if timeline:
         _write(out / "timeline.html", env.get_template("timeline.html.j2").render(timeline=timeline, root="", nav=nav))
     if claims:
-        _write(out / "claims.html", env.get_template("claims.html.j2").render(claims=claims, root="", nav=nav))
+        from .claims import STATUSES
+        _write(out / "claims.html", env.get_template("claims.html.j2").render(claims=claims, statuses=STATUSES, root="",
+                                                                               nav=nav))
     if plots:
         _write(out / "plots.html", env.get_template("plots.html.j2").render(plots=plots, root="", nav=nav))
     index = out / "index.html"

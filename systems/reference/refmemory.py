@@ -33,6 +33,17 @@ PAST = frozenset({"before", "earlier", "previously", "formerly", "former", "once
                   "had"})
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december")
+#: Calendar words are capitalised without being names: "on Saturdays" asks about no one.
+CALENDAR = frozenset({*MONTHS, "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
+
+
+def stem(word: str) -> str:
+    """A word without its plural or possessive ending: "Saturdays", "Saturday's" and "Saturday" are one name."""
+    word = word.lower()
+    for end in ("'s", "’s", "es", "s"):
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            return word[: -len(end)]
+    return word
 
 
 def embed(text: str) -> list[float]:
@@ -210,9 +221,9 @@ class RefMemory:
     # ---------------------------------------------------------------- reads
     def unknown_names(self, query: str, scope: str) -> list[str]:
         """Names (capitalised words after the first) the query asks about that no fact of the scope mentions."""
-        known = set(tokens(" ".join(f["text"] for f in self.facts(scope)))) | set(MONTHS)
+        known = {stem(t) for t in tokens(" ".join(f["text"] for f in self.facts(scope)))} | {stem(w) for w in CALENDAR}
         names = [w for w in re.findall(r"[^\W\d_]+", query, re.UNICODE)[1:] if w[0].isupper() and w != "I"]
-        return [w for w in names if tokens(w)[0] not in known]
+        return [w for w in names if stem(w) not in known]
 
     @staticmethod
     def asks_about_past(query: str) -> bool:

@@ -215,6 +215,75 @@ class GhostAfterForget(_GhostAfterForget):
     DELAY = 0.5
 
 
+class DeletesAMomentLater(Double):
+    """Correct, eventually consistent: no quiescence signal; a forget takes effect ``LAG`` s after it returns (the
+    door, the recall and every store still show the value until then), and for good."""
+    NAME = "a-delete-lags"
+    LAG = 0.8
+
+    def capabilities(self):
+        caps = super().capabilities()
+        caps["operations"]["settle"] = {"support": "unsupported", "reason": "no quiescence signal"}
+        return caps
+
+    def forget(self, scope, at, text):
+        stated = self._extract([{"role": "user", "content": text}])
+        facts = [dict(f) for f in self.mem.matching(scope, text, stated)]
+        facts += [dict(g) for f in facts for g in self.mem.state["facts"].values() if g["copy_of"] == f["id"]]
+        out = super().forget(scope, at, text)
+        self.remember(lagging=self.note.get("lagging", []) + [[time.time() + self.LAG, facts]])
+        return out
+
+    def _shadows(self, scope):
+        return [f for due, facts in self.note.get("lagging", []) if time.time() < due for f in facts
+                if f["scope"] == scope]
+
+    def door(self, query, scope, door, at):
+        out = super().door(query, scope, door, at)
+        for f in self._shadows(scope):
+            out["items"].append(self._item(f, at))
+            out["text"] += "\n" + self._line(self._item(f, at))
+        return out
+
+    def recall(self, query, scope, k, at):
+        out = super().recall(query, scope, k, at)
+        out["items"] += [self._item(f, at) for f in self._shadows(scope)]
+        return out
+
+    def probe(self, store, scope, needle):
+        out = super().probe(store, scope, needle)
+        held = [f["text"] for f in self._shadows(scope) if contains(f["text"], needle["token"])]
+        if held and store in ("facts", "vectors"):
+            return {**out, "state": "present", "evidence": out.get("evidence", []) + held}
+        return out
+
+
+class RawLogRefilledByRefeed(Double):
+    """Correct delete, and a declared raw log of every write that the forget cleans: the re-fed source is logged
+    again (what the re-feed brought back, never what the delete left)."""
+    NAME = "a-log-refilled"
+
+    def capabilities(self):
+        caps = super().capabilities()
+        caps["stores"] = caps["stores"] + [{"name": "raw-log", "kind": "log", "description": "every write, verbatim"}]
+        return caps
+
+    def write(self, scope, at, messages):
+        self.remember(log=self.note.get("log", []) + [[scope, m["content"]] for m in messages])
+        return super().write(scope, at, messages)
+
+    def forget(self, scope, at, text):
+        values = [f["value"] for f in self._extract([{"role": "user", "content": text}])]
+        self.remember(log=[[s, t] for s, t in self.note.get("log", []) if not any(contains(t, v) for v in values)])
+        return super().forget(scope, at, text)
+
+    def probe(self, store, scope, needle):
+        if store != "raw-log":
+            return super().probe(store, scope, needle)
+        hits = [t for s, t in self.note.get("log", []) if s == scope and contains(t, needle["token"])]
+        return {"state": "present" if hits else "absent", "evidence": hits}
+
+
 # ---------------------------------------------------------------- 3. renumbering must not hide a leak
 class AuditByDigest(Double):
     NAME = "r-digest"

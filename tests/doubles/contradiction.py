@@ -47,9 +47,11 @@ class FirstWriteFormerUntilCorrected(Double):
 class NewValuesPendingUntilTheJob(Double):
     """A: a correction's new value is served marked 'former' (pending) until the background job confirms it.
     Retraction and bounded cases have no new value to serve, so nothing moves there. Where the door then serves
-    nothing current (replacement, partial), B's absence of the stale value proves nothing: SKIP."""
+    nothing current (replacement, partial, polarity), B's absence of the stale value, or its qualification, proves
+    nothing: SKIP."""
     NAME = "c-answer"
-    MOVES = {**moves(WITH_NEW_VALUE, {"A": "FAIL"}), **{s: {"A": "FAIL", "B": "SKIP"} for s in ("replacement", "partial")}}
+    MOVES = {**moves(WITH_NEW_VALUE, {"A": "FAIL"}),
+             **{s: {"A": "FAIL", "B": "SKIP"} for s in ("replacement", "partial", "polarity")}}
 
     def write(self, scope, at, messages):
         out = super().write(scope, at, messages)

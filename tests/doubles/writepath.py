@@ -118,6 +118,36 @@ class Fabricates(RunDouble):
         return out
 
 
+class InventsAValue(RunDouble):
+    """A: the first question about a name the memory never heard of gets an invented value that does not repeat the
+    name (a fabrication nothing written said: 'Marrowby Quince')."""
+    NAME = "wp-invented-value"
+    MEASURE, EXPECT = "A", (5, 6)
+
+    def door(self, query, scope, door, at):
+        out = super().door(query, scope, door, at)
+        if self.mem.unknown_names(query, scope) and self.once("invent"):
+            item = {"id": "invented", "text": "Professor: Marrowby Quince", "status": "current"}
+            out["items"].append(item)
+            out["text"] += f"\n- {item['text']}"
+        return out
+
+
+class LosesTheFactBeside(RunDouble):
+    """D's control: the first write that states something unrelated to what its scope already holds (the fact written
+    beside the one to be forgotten) is acknowledged and never stored. The loss is a write failure: D cannot tell
+    whether the forget would have spared it, so that case is not measured (7 of 7), never called over-deletion."""
+    NAME = "wp-lost-control"
+    MEASURE, EXPECT = "D", (7, 7)
+
+    def write(self, scope, at, messages):
+        held = {f["attribute"] for f in self.mem.facts(scope)}
+        new = {f["attribute"] for f in self._extract(messages)}
+        if held and not held & new and self.once("lose"):
+            return {"ids": []}
+        return super().write(scope, at, messages)
+
+
 class ResetFailsOnce(RunDouble):
     """Not a measure's defect: the first case of the run cannot start (its reset raises)."""
     NAME = "wp-reset"
@@ -128,4 +158,5 @@ class ResetFailsOnce(RunDouble):
         return super().reset()
 
 
-DOUBLES = [DropsAWrite, NeverSupersedes, SilentCollapse, LeavesResidue, NoLineage, Fabricates]
+DOUBLES = [DropsAWrite, NeverSupersedes, SilentCollapse, LeavesResidue, NoLineage, Fabricates, InventsAValue,
+           LosesTheFactBeside]

@@ -61,6 +61,7 @@ class OpRecords:
     skips: list[dict] = field(default_factory=list)
     polling: dict | None = None          # how a system without a quiescence signal was polled, if it was
     settled_before: bool | None = None   # did the system report quiescence after its last change, before this op
+    after_forget: bool = False           # was a forget the last change before this op (it checks that forget)
 
     def polled(self) -> bool:
         return self.polling is not None
@@ -68,6 +69,10 @@ class OpRecords:
     def polled_to_timeout(self) -> bool:
         """Every poll of the settle timeout was made (an absence needs it when the system never settled)."""
         return bool(self.polling) and self.polling.get("until") == "timeout"
+
+    def polls(self) -> list[int]:
+        """The poll numbers of this op's calls, in order (``[0]`` for an op observed once)."""
+        return sorted({c.get("poll", 0) for c in self.calls}) or [0]
 
     def last_poll(self) -> list[dict]:
         """The calls of the final poll (systems without a quiescence signal are polled)."""
@@ -98,11 +103,15 @@ def group_ops(records: list[dict]) -> list[OpRecords]:
     """Group a case's records by op index, in script order, noting whether the system had settled."""
     ops: dict[int, OpRecords] = {}
     settled: bool | None = None
+    last_change: str | None = None
     for rec in records:
         kind = rec.get("kind")
         if kind == "op":
-            ops[rec["index"]] = OpRecords(rec["index"], str(rec["step"]), rec["spec"], settled_before=settled)
+            ops[rec["index"]] = OpRecords(rec["index"], str(rec["step"]), rec["spec"], settled_before=settled,
+                                          after_forget=last_change == "forget")
         settled = settled_after(settled, rec)
+        if kind == "call" and rec.get("call") in CHANGES:
+            last_change = rec["call"]
         if rec.get("index") not in ops:
             continue
         target = ops[rec["index"]]
@@ -132,6 +141,13 @@ class EvalProtocol:
     # system that made no model call runs once) or "timing" (a race: every system runs each repeat)
     repeated: str | None = None
     in_main_job: bool = True  # does a run without --protocol run it (a stress protocol is asked for by name)
+    # versions whose scorer moves verdicts or reasons of results scored by earlier versions, each with why: a result
+    # made before may be rescored across them (memmatrix rescore records every moved cell and this why); across any
+    # other version, a rescore that would move a cell is refused
+    moves: dict[str, str] = {}
+    # steps whose cells record a sub-verdict per store at each of these moments (claims may read one store at one
+    # moment): {"9": ("before", "after-forget", "end")}
+    store_moments: dict[str, tuple[str, ...]] = {}
 
     def step(self, key: str) -> StepDef:
         for s in self.steps:

@@ -54,7 +54,7 @@ PHASES = {"now": ("A", "B", "D"), "after-jobs": ("C",), "after-reimport": ("C'",
 
 class ContradictionProtocol(EvalProtocol):
     name = "contradiction"
-    version = "1.6.0"
+    version = "1.7.0"
     steps = STEPS
     uses_judge = True
 

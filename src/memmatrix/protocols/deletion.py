@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..tokens import found_in, tokens
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops
-from .observe import probe_hits, sight
+from .observe import evidence, probe_polls, sight
 from .stages import NOT_RETRIEVED, NOT_STORED, OPERATION, trail
 
 #: Audit event names that record a deletion (compared case-folded).
@@ -44,13 +44,19 @@ STEPS = (
             needs=("1",), essential="run_background_jobs"),
     StepDef("8", "gone-after-jobs", "still unreachable after the background jobs and a restart; twin served",
             needs=("3", "7")),
-    StepDef("9", "derived-stores", "no store (vectors, history, summaries, buffers) holds the canary, right after the "
-            "forget or at the end", needs=("3",), essential="probe"),
+    StepDef("9", "residue", "right after the forget (once it has taken effect), no store (vectors, history, summaries, "
+            "buffers) holds the canary, and every store keeps the twin; what the re-feed and the jobs bring back is "
+            "recorded per store", needs=("3",), essential="probe"),
     StepDef("10", "audit", "the deletion is audited as an event, without the deleted value", needs=("3",), essential="audit"),
     StepDef("11", "share", "a second canary is shared to another scope before deletion and served there (control)", essential="share"),
     StepDef("12", "forget-original", "the shared canary is forgotten in its own scope: gone there, its twin stays", needs=("11",), essential="forget"),
     StepDef("13", "gone-from-copy", "the copy in the other scope is gone too; the copied twin stays", needs=("11", "12")),
 )
+
+#: The moments the stores are probed at: before the forget, right after it (once it has taken effect), and at the
+#: end (after the re-feed, the jobs and a restart). Step 9 is decided by what the forget left (AFTER_FORGET).
+BEFORE, AFTER_FORGET, END = "before", "after-forget", "end"
+MOMENTS = (BEFORE, AFTER_FORGET, END)
 
 _ORDER = {"ERROR": 4, "FAIL": 3, "SKIP": 2, "PASS": 1}
 
@@ -67,8 +73,12 @@ def _combine(outcomes: list[tuple[str, str, list[dict]]]) -> tuple[str, str, lis
 
 class DeletionProtocol(EvalProtocol):
     name = "deletion"
-    version = "1.4.0"
+    version = "1.5.0"
     steps = STEPS
+    moves = {"1.5.0": "step 9 is decided by what the forget left (every store right after the forget, once it has "
+                      "taken effect), no longer also by what the re-feed and the jobs brought back, which steps 6 and 8 "
+                      "score through the doors; each store's sub-verdict at each moment is recorded"}
+    store_moments = {"9": MOMENTS}
 
     # ---------------------------------------------------------------- validation
     def validate_case(self, case: dict) -> list[str]:
@@ -118,8 +128,8 @@ class _State:
         self.ops = ops
         self.seen: set[tuple[str, str]] = set()          # (scope key, target) reachable at some expect
         self.forgotten: dict[str, list[str]] = {}        # target -> ids its forget returned
-        self.baseline: dict[str, dict[str, bool]] = {}   # target -> store -> held, before deletion
-        self.after_forget: dict[str, dict[str, bool]] = {}  # the same, right after the forget
+        self.moments: dict[str, dict[str, dict[str, list[dict]]]] = {}  # target -> moment -> store -> answers holding it
+        self.probed: dict[str, OpRecords] = {}           # moment -> the probe op of that moment
         self.baseline_errors: list[str] = []
 
     def judge(self, op: OpRecords, targets: dict, scopes: dict):
@@ -128,7 +138,7 @@ class _State:
             return None  # the step cell reports the unsupported call
         errors = op.errors()
         if kind == "probe" and op.step in ("2", "3"):  # before the forget, and right after it
-            self._snapshot(op, targets, errors, self.baseline if op.step == "2" else self.after_forget)
+            self._snapshot(op, targets, errors, BEFORE if op.step == "2" else AFTER_FORGET)
             return None
         if errors:
             return ERROR, "; ".join(describe_error(c) for c in errors[:3]), []
@@ -195,45 +205,70 @@ class _State:
                 self.seen.add((scope, name))
         return _combine(outcomes)
 
-    def _snapshot(self, op: OpRecords, targets: dict, errors: list[dict], into: dict) -> None:
+    def _snapshot(self, op: OpRecords, targets: dict, errors: list[dict], moment: str) -> None:
         self.baseline_errors += [describe_error(c) for c in errors]
+        self.probed[moment] = op
         for name in op.spec["targets"]:
-            into[name] = self._held(op, targets, name)
+            self.moments.setdefault(name, {})[moment] = self._held(op, targets, name)
 
-    def _held(self, op: OpRecords, targets: dict, name: str) -> dict[str, bool]:
+    def _held(self, op: OpRecords, targets: dict, name: str) -> dict[str, list[dict]]:
+        """Per store, the probe answers (in the polls that count) that held ``name``."""
         kinds = {s["name"]: s.get("kind", "") for s in self.caps.get("stores", [])}
         controls = [targets[n] for n in op.spec["targets"] if n != name and n not in self.forgotten]
-        return probe_hits(op, targets[name], kinds, controls)
+        return probe_polls(op, targets[name], kinds, controls)
+
+    def _store_rows(self, name: str, targets: dict) -> list[dict]:
+        """One sub-verdict per store at each moment probed: held or clean, with the evidence when held."""
+        rows = []
+        for moment in MOMENTS:
+            op = self.probed.get(moment)
+            unsettled = op is not None and not (op.settled_before or op.polled_to_timeout())
+            for store, calls in sorted(self.moments.get(name, {}).get(moment, {}).items()):
+                row = {"check": "store", "target": name, "store": store, "moment": moment, "held": bool(calls)}
+                if unsettled:
+                    row["unsettled"] = True
+                if calls:
+                    row["evidence"] = evidence(calls[0], targets[name])
+                    if "poll" in calls[0]:
+                        row["poll"] = calls[0]["poll"]
+                rows.append(row)
+        return rows
 
     def _probe(self, op: OpRecords, targets: dict):
         if self.baseline_errors:
             return ERROR, "an earlier probe (before or right after the forget) failed: " + \
                 "; ".join(self.baseline_errors[:3]), []
+        self._snapshot(op, targets, [], END)
         outcomes = []
         for name in op.spec["targets"]:
-            now = self._held(op, targets, name)
-            before = self.baseline.get(name, {})
-            check = {"op": op.index, "check": "stores", "target": name, "before": before, "after": now}
+            held = {m: sorted(s for s, calls in self.moments[name].get(m, {}).items() if calls) for m in MOMENTS}
+            rows = self._store_rows(name, targets)
+            check = {"op": op.index, "check": "stores", "target": name}
             if name in self.forgotten:
-                held = sorted(s for s, hit in now.items() if hit)
-                right_after = sorted(s for s, hit in self.after_forget.get(name, {}).items() if hit)
-                check["right_after_forget"] = self.after_forget.get(name, {})
-                if held or right_after:
-                    parts = ([f"right after the forget by {right_after}"] if right_after else []) + \
-                        ([f"at the end by {held}"] if held else [])
-                    outcomes.append((FAIL, f"{name} still held " + " and ".join(parts),
-                                     [{**check, "ok": False, "stage": NOT_RETRIEVED}]))
-                elif not any(before.values()):
+                right_after, later = held[AFTER_FORGET], held[END]
+                after_op = self.probed.get(AFTER_FORGET)
+                came_back = (f"; after the re-feed and the jobs, {later} hold it (what came back: steps 6 and 8 score "
+                             "what of it reaches the doors)") if later else ""
+                if after_op is None:
+                    outcomes.append((SKIP, f"the case probes no store right after the forget, so what the delete left "
+                                           f"cannot be told from what the re-feed brought back{came_back}",
+                                     [{**check, "ok": None}, *rows]))
+                elif right_after:
+                    outcomes.append((FAIL, f"{name} still held right after the forget by {right_after}{came_back}",
+                                     [{**check, "ok": False, "stage": NOT_RETRIEVED}, *rows]))
+                elif not held[BEFORE]:
                     outcomes.append((SKIP, f"no store held {name} before deletion, so the probes prove nothing",
-                                     [{**check, "ok": None}]))
-                elif not (op.settled_before or op.polled_to_timeout()):
-                    outcomes.append((SKIP, f"no store showed {name}, but the system had not reported quiescence and "
-                                           "the probes were not polled for the whole settle timeout",
-                                     [{**check, "ok": None}]))
+                                     [{**check, "ok": None}, *rows]))
+                elif not (after_op.settled_before or after_op.polled_to_timeout()):
+                    outcomes.append((SKIP, f"no store showed {name} right after the forget, but the system had not "
+                                           "reported quiescence and the probes were not polled for the whole settle "
+                                           "timeout", [{**check, "ok": None}, *rows]))
                 else:
-                    outcomes.append((PASS, "", [{**check, "ok": True}]))
+                    outcomes.append((PASS, f"no store held {name} right after the forget{came_back}" if later else "",
+                                     [{**check, "ok": True}, *rows]))
             else:
-                lost = sorted(s for s, hit in before.items() if hit and not now.get(s))
+                lost = sorted({s for m in (AFTER_FORGET, END) for s in held[BEFORE] if s not in held[m]
+                               and s in self.moments[name].get(m, {})})
                 outcomes.append((FAIL if lost else PASS,
                                  f"control {name} lost from store(s) {lost}: over-deletion" if lost else "",
                                  [{**check, "ok": not lost, **({"stage": NOT_STORED} if lost else {})}]))

@@ -3,8 +3,9 @@
 Scored mechanically from the qualifiers a system puts on each injected item (status
 former/superseded/retracted, superseded_by, a validity end already passed). A mention no
 qualifier can settle, from a system that exposes none, is left to the pinned judge, and the
-cell says it was judged. A bare substring check never decides on its own: absence passes only
-when the door served something to judge (the current value, or the original before).
+cell says it was judged. A bare substring check never decides on its own: absence, or a stale value
+present only as qualified, passes only when the door served something as current to judge by (the
+current value, or the original before the correction).
 """
 
 from __future__ import annotations
@@ -109,6 +110,10 @@ def hygiene(answers: list[tuple[dict, dict]], stale: dict, current: dict | None,
                              "scoring it needs the judge (run with a judge)", checks, judged)
     if all(o == "absent" for o in outcomes) and not nonvacuous:
         return Hygiene(SKIP, f"{what} served neither value: absence proves nothing", checks, judged)
+    if not nonvacuous:  # the stale value only qualified, and nothing current served: a door that marks everything
+        return Hygiene(SKIP, f"{what} served the stale value only as no longer current, and nothing as current (the "
+                             "current value, or the original before the correction): a qualifier on everything "
+                             "proves no correction", checks, judged)
     return Hygiene(PASS, "", checks, judged)
 
 

@@ -11,7 +11,11 @@ One definition is used by every column of every protocol:
   presence check (and an answer) needs.
 
 A system without a quiescence signal is polled. Presence is read from the final poll (the state
-the system settled in); reachability from every poll, so a leak seen once is a leak.
+the system settled in); reachability from every poll, so a leak seen once is a leak. Right after a
+forget, "every poll" starts once the forget has taken effect: a delete that applies a moment later
+is waited out (the first polls may still show the value), and from the first poll where the value is
+gone (every door and the recall; for a store, that store), a value seen again is a leak. A forget
+that never takes effect within the settle timeout leaves the value reachable in every poll.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from ..tokens import found_in
+from ..tokens import found_in, tokens
 from .base import OpRecords
 
 #: ``status`` values that say an item is no longer current.
@@ -87,14 +91,25 @@ def _where(call: dict, polled: bool) -> str:
     return f"recall(k={args['k']}) answering {args['query']!r}{at}"
 
 
+def taken_effect(op: OpRecords, held_at) -> int:
+    """The first poll from which an observation counts. ``held_at(poll)`` says whether the value was seen in
+    that poll. After a forget on a polled system it is the first poll where the value was not seen (the
+    forget had taken effect there); if there is none, poll 0. Otherwise every poll counts (poll 0)."""
+    if not (op.after_forget and op.polled()):
+        return 0
+    return next((p for p in op.polls() if not held_at(p)), 0)
+
+
 def sight(op: OpRecords, target: dict) -> Sighting:
     seen = Sighting()
     own = set(target["queries"])
     polled = op.polled()
-    for call in op.calls:
-        if "result" not in call or call["call"] not in ("door", "recall") or not holds(call["result"], target):
-            continue
-        seen.reachable.append(_where(call, polled))
+    hits = [call for call in op.calls
+            if "result" in call and call["call"] in ("door", "recall") and holds(call["result"], target)]
+    start = taken_effect(op, lambda p: any(c.get("poll", 0) == p for c in hits))
+    for call in hits:
+        if call.get("poll", 0) >= start:
+            seen.reachable.append(_where(call, polled))
     for call in op.last_poll():
         if "result" in call and call["call"] == "door" and call["args"]["query"] in own \
                 and served_as_current(call["result"], target, call["args"]["at"]):
@@ -116,13 +131,38 @@ def probe_hits(op: OpRecords, target: dict, kinds: dict[str, str], controls: lis
     never-forgotten control (``controls``: the twin) is found in the same poll. Other stores: the
     adapter's ``present`` counts too.
     """
-    hits: dict[str, bool] = {}
+    return {store: bool(polls) for store, polls in probe_polls(op, target, kinds, controls).items()}
+
+
+def probe_polls(op: OpRecords, target: dict, kinds: dict[str, str], controls: list[dict] = ()) -> dict[str, list[dict]]:
+    """Per store: the probe answers that held ``target``, in the polls that count (``taken_effect``, per store)."""
     probes = [c for c in op.calls if c.get("call") == "probe" and "result" in c]
+    held: dict[str, list[dict]] = {}
     for call in probes:
         if call["args"]["needle"]["token"] == target["token"]:
             store = call["args"]["store"]
-            hits[store] = hits.get(store, False) or store_holds(call, target, kinds, probes, controls)
-    return hits
+            held.setdefault(store, [])
+            if store_holds(call, target, kinds, probes, controls):
+                held[store].append(call)
+    for store, calls in held.items():
+        start = taken_effect(op, lambda p: any(c.get("poll", 0) == p for c in calls))
+        held[store] = [c for c in calls if c.get("poll", 0) >= start]
+    return held
+
+
+def evidence(call: dict, target: dict, width: int = 60) -> str:
+    """A short excerpt of one probe answer around the held value (or what else decided that the store holds it)."""
+    res = call["result"]
+    texts = [*res.get("evidence", []), *(i.get("text", "") for i in res.get("items", []) if isinstance(i, dict))]
+    for text in texts:
+        if isinstance(text, str) and holds(text, target):
+            flat = " ".join(text.split())
+            at = max(0, flat.lower().find(tokens(target["token"])[0])) if tokens(target["token"]) else 0
+            lo, hi = max(0, at - width), at + len(target["token"]) + width
+            return ("…" if lo else "") + flat[lo:hi] + ("…" if hi < len(flat) else "")
+    if res.get("distance") is not None:
+        return f"nearest neighbour at distance {res['distance']}, as close as a never-forgotten control's"
+    return f"the adapter reports the store {res.get('state')}"
 
 
 def store_holds(call: dict, target: dict, kinds: dict[str, str], probes: list[dict] = (), controls=()) -> bool:

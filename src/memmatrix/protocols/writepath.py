@@ -21,8 +21,9 @@ facts with the rows behind it:
 from __future__ import annotations
 
 import math
+import re
 
-from ..tokens import contains
+from ..tokens import contains, tokens
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops
 from .observe import holds, items_holding, not_current, probe_hits, sight
 from .stages import DELIVERED, NOT_RETRIEVED, trail
@@ -68,6 +69,46 @@ def checked_rate(cells: list[dict]) -> dict:
             "failure_upper95": round(1 - interval[0], 4) if interval else None, **({"errors": errors} if errors else {})}
 
 
+def _texts(answer: dict) -> str:
+    """An answer's text and its items' texts, one string."""
+    items = [i.get("text", "") for i in answer.get("items", []) or [] if isinstance(i, dict)]
+    return "\n".join([answer.get("text", "") or "", *[t for t in items if isinstance(t, str)]])
+
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _starts_sentence(text: str, at: int) -> bool:
+    """Is the word at ``at`` the first of its text, line, sentence, list item or colon-introduced part?"""
+    before = text[max(0, at - 16):at].rstrip(" \t")
+    if not before:
+        return at <= 16
+    if before[-1] in ".!?:;\n\r":
+        return True
+    return before[-1] in "-*•" and (len(before) == 1 or before[-2] in " \t\n")
+
+
+def invented_words(answer: dict, known: set[str]) -> list[str]:
+    """Words of an answer to an out-of-scope question that look like a value nothing written said: any unknown word of
+    a returned item (a memory the system was never given), and in the free text an unknown word that holds a digit or
+    is capitalised inside a sentence (a name or a code). ``known`` holds every token the case said or asked, and those
+    of the door's answer to a real question (its own wording around results). "Nothing relevant." is not a value."""
+    out = []
+    for item in answer.get("items", []) or []:
+        text = item.get("text", "") if isinstance(item, dict) else ""
+        out += [w for w in tokens(text if isinstance(text, str) else "") if w not in known and len(w) > 2]
+    text = answer.get("text", "") or ""
+    for m in _WORD.finditer(text if isinstance(text, str) else ""):
+        word = m.group(0)
+        low = tokens(word)[0] if tokens(word) else ""
+        if not low or low in known:
+            continue
+        code = any(ch.isdigit() for ch in word) and not (word.isdigit() and len(word) <= 2)  # "(0 results)" counts
+        if code or (word[0].isupper() and not _starts_sentence(text, m.start())):
+            out.append(low)
+    return out
+
+
 def traceable_ids(answers: list[dict], target: dict) -> list:
     """Ids of the returned items that hold ``target``, in order of appearance, at most three."""
     ids: list = []
@@ -80,7 +121,7 @@ def traceable_ids(answers: list[dict], target: dict) -> list:
 
 class WritePathProtocol(EvalProtocol):
     name = "writepath"
-    version = "1.0.0"
+    version = "1.1.0"
     steps = STEPS
 
     def validate_case(self, case: dict) -> list[str]:
@@ -250,6 +291,10 @@ class _Scorer:
             return self._cell("D", [self._row(op, "fact", False, f"still reachable after the forget: {where}",
                                               stage=stage, stores=held)])
         if not sight(op, self.t["control"]).served:
+            if not self._seen_before("control", op.index):
+                return self._cell("D", [self._row(op, "fact", None, "the fact written beside it never reached the door "
+                                                                    "(a write failure, column W), so whether the forget "
+                                                                    "spared it cannot be told")])
             seen = trail(self.ops, op.index, self.t["control"], self.caps)
             return self._cell("D", [self._row(op, "fact", False, "the fact written beside it is no longer served: "
                                               "over-deletion", stage=seen.reached(), trail=seen.as_dict())])
@@ -292,5 +337,17 @@ class _Scorer:
             what = ", ".join(f"{self.t[n]['token']!r}" for n in leaked)
             return self._cell("A", [self._row(asked, "absent", False, f"asked {self.t['absent']['queries']}, the door "
                                               f"handed over {what}", stage=DELIVERED)])
-        return self._cell("A", [self._row(asked, "absent", True, "the door handed over nothing stored and nothing "
-                                                                 "about the invented subject")])
+        known = self._said() | {t for c in control.calls if "result" in c for t in tokens(_texts(c["result"]))}
+        invented = sorted({w for a in answers for w in invented_words(a, known)})
+        if invented:
+            return self._cell("A", [self._row(asked, "absent", False, f"asked {self.t['absent']['queries']}, the door "
+                                              f"handed over {invented[:5]}, which nothing written in the scope said: an "
+                                              "invented answer", stage=DELIVERED)])
+        return self._cell("A", [self._row(asked, "absent", True, "the door handed over nothing stored, nothing about "
+                                                                 "the invented subject and no invented value")])
+
+    def _said(self) -> set[str]:
+        """Every token the case put into the system or asked it: its messages, its questions, its scopes."""
+        texts = [m["content"] for o in self._ops("write") for m in o.spec.get("messages", [])]
+        texts += [q for t in self.t.values() for q in t.get("queries", [])] + list(self.header.get("scopes", {}).values())
+        return set(tokens(" ".join(texts)))
