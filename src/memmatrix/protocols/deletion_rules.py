@@ -60,9 +60,11 @@ def validate_deletion_case(case: dict, protocol) -> list[str]:
             if name not in targets:
                 bad(f"{where}: target {name!r} is not in targets {sorted(targets)}")
         if op["op"] == "expect" and op.get("absent"):
-            controls = [t for t in op.get("present", []) if t not in forgotten]
+            step_ops = [o for o in _ops(case, str(op["step"]), "expect")]  # the control may live in another scope
+            controls = [t for o in step_ops for t in o.get("present", []) if t not in forgotten]
             if not controls:
-                bad(f"{where}: an absence check needs a never-forgotten control in 'present' (a twin)")
+                bad(f"{where}: an absence check needs a never-forgotten control in 'present' (a twin), in the same "
+                    "op or in another expect op of the same step (a twin in another scope, for a scope's erasure)")
 
     sources = [op["messages"] for op in _ops(case, "1", "write")]
     refeeds = _ops(case, "5", "write")
@@ -78,15 +80,15 @@ def validate_deletion_case(case: dict, protocol) -> list[str]:
             bad(f"step {key} must check an absence")
     if not _ops(case, "7", "jobs"):
         bad("step 7 must run the background jobs")
+    baselines = {(op["scope"], tuple(sorted(op["targets"]))) for op in _ops(case, "2", "probe")}
     for mid in _ops(case, "3", "probe"):
-        if baselines_targets := [op["targets"] for op in _ops(case, "2", "probe")]:
-            if sorted(mid["targets"]) != sorted(baselines_targets[0]):
-                bad("a probe right after the forget (step 3) must name the baseline's targets")
-    finals, baselines = _ops(case, "9", "probe"), _ops(case, "2", "probe")
+        if baselines and (mid["scope"], tuple(sorted(mid["targets"]))) not in baselines:
+            bad("a probe right after the forget (step 3) must name a step 2 baseline probe's scope and targets")
+    finals = _ops(case, "9", "probe")
     if not finals or not baselines:
         bad("step 9 probes need a baseline probe of the same targets at step 2")
-    elif sorted(finals[0]["targets"]) != sorted(baselines[0]["targets"]):
-        bad("the step 2 baseline probe and the step 9 probe must name the same targets")
+    elif any((op["scope"], tuple(sorted(op["targets"]))) not in baselines for op in finals):
+        bad("each step 9 probe must name the scope and targets of a step 2 baseline probe")
     if not _ops(case, "10", "audit"):
         bad("step 10 must read the audit trail")
     shares = _ops(case, "11", "share")
