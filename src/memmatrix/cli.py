@@ -253,6 +253,8 @@ def parser() -> argparse.ArgumentParser:
         w.add_argument("--protocol", action="append", default=None, metavar="NAME",
                        help=f"evaluation protocol ({', '.join(protocol_names())}); repeatable; default: all but "
                    f"the stress protocols ({', '.join(sorted(set(protocol_names()) - set(main_job_protocols())))})")
+        w.add_argument("--cases", metavar="FILE", help="a case file other than the protocol's default (give one "
+                       "--protocol with it); results go to <runtime>+cases=<set>-<version>-<sha> folders")
         w.add_argument("--runtime", default="embedded", choices=RUNTIMES, help="where adapters run (default: embedded)")
         w.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
         w.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")

@@ -75,7 +75,7 @@ def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
 
 def _batch(ns: argparse.Namespace, config: Config):
     from .batch import Batch
-    return Batch.from_args(config, protocol=ns.protocol, cases=None, runtime=ns.runtime, out=ns.out, seed=ns.seed,
+    return Batch.from_args(config, protocol=ns.protocol, cases=ns.cases, runtime=ns.runtime, out=ns.out, seed=ns.seed,
                            no_judge=ns.no_judge, option=ns.option, replace=False)
 
 
@@ -92,7 +92,8 @@ def cmd_sweep(ns: argparse.Namespace, config: Config) -> int:
     failures = sweep(measurer, versions, again=ns.again)
     history["sweeps"].append({"at": now_utc(), "spec": ns.versions, "versions": versions,
                               "protocols": [p.name for p in batch.protocols], "runtime": batch.runtime,
-                              "options": batch.options, "failures": failures})
+                              "options": batch.options, "failures": failures,
+                              **({"cases": ns.cases} if ns.cases else {})})
     if ns.bisect:
         history["bisections"] += bisect(measurer, history, ranges)
     save_history(history_file(batch.out, ns.system), history, config)

@@ -103,7 +103,35 @@ def render_system(out: Path, system: str, config: Config, base: Path) -> list[st
             lines.append(f"| {lo} → {hi} | {exact} | {cells} | {_link(by_version[lo][0], base)} · "
                          f"{_link(by_version[hi][0], base)} | {ups} |")
         lines.append("")
+    lines += _known_changes(upstream, runs, usable or releases)
     return lines
+
+
+def _known_changes(upstream: list[dict], runs: dict, releases: list[str]) -> list[str]:
+    """Every upstream change the system.yaml cites, with the change point at its release (the measured releases
+    around it), or, where no cell moved there, which cell would have to move and why it does not."""
+    if not upstream:
+        return []
+    out = ["### Known upstream changes", "",
+           "| release | change | what the matrix shows |", "|---|---|---|"]
+    for c in sorted(upstream, key=lambda c: Version(c["version"])):
+        seen = []
+        for (protocol, setup), by_version in sorted(runs.items()):
+            order = sorted(by_version, key=Version)
+            measured = {v: verdicts(by_version[v][1]) for v in order}
+            for p in change_points(measured, releases):
+                lo, hi = p["before"]["version"], p["after"]["version"]
+                if Version(lo) < Version(c["version"]) <= Version(hi):
+                    seen.append(f"{protocol} · {setup} {lo} → {hi}" + ("" if p["exact"] else " (not yet bisected)"))
+        seen = sorted(set(seen))
+        if seen:
+            shown = "change point: " + "; ".join(seen)
+        elif c.get("unseen"):
+            shown = f"no cell moved. {c.get('cells', 'Which cell would have to move is not said')}: {c['unseen']}"
+        else:
+            shown = "no cell moved, and the system.yaml does not yet say why (add `cells` and `unseen` to this change)"
+        out.append(f"| {c['version']} | [{c.get('what', 'change')}]({c['url']}) | {shown} |")
+    return out + [""]
 
 
 def render(out: Path, config: Config, systems: list[str] | None = None, base: Path | None = None) -> str:
