@@ -47,10 +47,25 @@ def _one(generated):
     return copy.deepcopy(generated["cases"][0])
 
 
-def test_a_twin_sharing_the_canarys_token_is_rejected(generated):
+def test_a_twin_whose_tokens_hold_the_canarys_is_rejected_and_names_the_sequence(generated):
     case = _one(generated)
-    case["targets"]["twin"]["token"] = case["targets"]["canary"]["token"].split("-")[0] + "-0000-ZZZ"
-    assert any("share the token" in p for p in case_problems(case))
+    canary = case["targets"]["canary"]["token"]
+    case["targets"]["twin"]["token"] = f"{canary} 7"
+    problems = [p for p in case_problems(case) if "occurs inside" in p]
+    assert problems and repr(canary) in problems[0] and "token sequence" in problems[0]
+
+
+@pytest.mark.parametrize("canary, twin", [("ana.lind@quellmark.example", "bo.berg@quellmark.example"),
+                                          ("14 Harbour Road, Vessby", "31 Harbour Road, Vessby"),
+                                          ("0731-559-208", "0731-559-114")])
+def test_values_that_share_tokens_but_not_a_whole_sequence_are_accepted(generated, canary, twin):
+    """Realistic canaries share tokens (a domain, a street, an area code); whole-sequence matching tells them apart."""
+    from memmatrix.caserules import _inside
+    assert _inside(canary, twin) == "" and _inside(twin, canary) == ""
+    case = _one(generated)
+    old = case["targets"]["twin"]["token"]
+    case["targets"]["twin"]["token"] = twin
+    assert not any("occurs inside" in p for p in case_problems(case)), old
 
 
 @pytest.mark.parametrize("value,why", [("4471", "fewer than 5 digits"), ("11111111", "pattern"),

@@ -10,8 +10,8 @@ STEPS = [str(n) for n in range(1, 14)]
 EXPECTED = {
     # the positive control: if it fails a step, the protocol is wrong
     "reference": dict.fromkeys(STEPS, P),
-    # forget removes lines, re-feeding writes them back; no jobs, no audit, no sharing
-    "notes": dict(zip(STEPS, [P, P, P, P, P, F, U, U, F, U, U, U, U])),
+    # forget removes lines (nothing left behind: 9 passes), re-feeding writes them back (6); no jobs, audit, sharing
+    "notes": dict(zip(STEPS, [P, P, P, P, P, F, U, U, P, U, U, U, U])),
     # the recent-conversation buffer keeps the value, the summary re-derives it, the audit quotes it
     "append": dict(zip(STEPS, [P, P, P, F, P, F, P, F, F, F, P, F, F])),
 }

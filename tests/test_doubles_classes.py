@@ -184,3 +184,32 @@ def test_a_deletion_event_is_known_by_its_words_not_one_spelling(config, tmp_pat
     assert all(cells == {} for cells in same.values()), same
     _, failed = pair(config, tmp_path / "failed", "AuditByDigest", "AuditSaysDeleteFailed")
     assert all(cells == {"10": "FAIL"} for cells in failed.values()), failed
+
+
+# ---------------------------------------------------------------- 6. a correction made by update() is scored too
+def test_an_update_that_overwrites_loses_history_and_cannot_be_undone(config, tmp_path):
+    """The update case set corrects through the API: a system that overwrites in place keeps A and B (the new value
+    is current, the old gone) and fails D where the old value is no longer said anywhere (a polarity's new statement
+    still names it) and, for a retraction, U (forgetting the correction has nothing to reopen; elsewhere the
+    re-import before the undo has brought the original back, which U then finds)."""
+    cases = ROOT / "cases" / "contradiction" / "update-1.0.0.json"
+    right, moved = pair(config, tmp_path, "AuditByDigest", "OverwritesOnUpdate", "contradiction", cases=cases)
+    assert all(v == "PASS" for row in right.values() for k, v in row.items() if k != "shape")
+    for case, cells in moved.items():
+        shape = right[case]["shape"]
+        assert set(cells) <= {"D", "U"}, (case, cells)
+        assert cells.get("D") == ("FAIL" if shape != "polarity" else None), (case, cells)
+        assert cells.get("U") == ("FAIL" if shape == "retraction" else None), (case, cells)
+
+
+def test_a_system_without_update_has_nothing_measured_after_the_correction(config, tmp_path):
+    from helpers import row
+    out = run(config, f"{DOUBLES / 'classes.py'}:NoUpdate", tmp_path, protocol="contradiction",
+              cases=ROOT / "cases" / "contradiction" / "update-1.0.0.json")
+    r = json.loads((out / "result.json").read_text())
+    for case in r["cases"]:
+        cells = {c["step"]: c for c in case["cells"]}
+        assert cells["setup"]["verdict"] == "PASS"
+        assert {k for k, c in cells.items() if c["verdict"] == "UNSUPPORTED"} == set(cells) - {"setup"}
+        assert "the correction needs update, which is unsupported" in cells["A"]["reason"]
+

@@ -2,7 +2,8 @@
 
 ``case_problems`` holds for a protocol whose every target is a canary to remember (deletion): a case is
 rejected when a target's answer is not backed by the case, when a model could guess its value without reading
-it, when two targets share a token (a twin may not share its canary's), when a question contains its own
+it, when one target's token sequence occurs inside another's (scoring could not tell them apart; sharing a token,
+a street or a domain, is fine), when a question contains its own
 answer, or when a question (or a history question) shares no word with the sentence that states its answer. ``file_problems`` holds for every case file: the oracle finds the write a model call is about by its
 user messages, so no write may repeat, or be contained in, another case's write, and no forget, share or
 update request may be word for word another case's.
@@ -46,7 +47,7 @@ def case_problems(case: dict, words: tuple[str, ...] = ()) -> list[str]:
     out: list[str] = []
     cid = case["id"]
     targets = {k: v for k, v in case.get("targets", {}).items() if k not in words}
-    writes = [op for op in case.get("ops", []) if op["op"] in ("write", "import")]
+    writes = [op for op in case.get("ops", []) if op["op"] in ("write", "import", "update")]
     gold = [f for op in writes for f in op.get("gold", [])]
     for name, t in targets.items():
         token = t["token"]
@@ -71,11 +72,21 @@ def case_problems(case: dict, words: tuple[str, ...] = ()) -> list[str]:
     names = sorted(targets)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            shared = set(tokens(targets[a]["token"])) & set(tokens(targets[b]["token"]))
-            if shared:
-                out.append(f"case {cid!r}: targets {a!r} and {b!r} share the token(s) {sorted(shared)}: a twin may not "
-                           "share its canary's tokens")
+            inner = _inside(targets[a]["token"], targets[b]["token"]) or _inside(targets[b]["token"], targets[a]["token"])
+            if inner:
+                out.append(f"case {cid!r}: targets {a!r} and {b!r}: {inner}, so whole-token matching cannot tell them "
+                           "apart (a value may share tokens with another, e.g. a street or a domain, but not contain "
+                           "its whole token sequence)")
     return out
+
+
+def _inside(a: str, b: str) -> str:
+    """Why ``a``'s token sequence occurs inside ``b``'s ('' when it does not): matching is by whole-token sequence, so
+    only then does finding one also find the other."""
+    ta, tb = tokens(a), tokens(b)
+    if ta and any(tb[i:i + len(ta)] == ta for i in range(len(tb) - len(ta) + 1)):
+        return f"the token sequence {ta} of {a!r} occurs inside {b!r}" if ta != tb else f"{a!r} and {b!r} are the same tokens"
+    return ""
 
 
 def file_problems(data: dict) -> list[str]:

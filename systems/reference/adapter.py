@@ -58,7 +58,7 @@ class ReferenceAdapter:
                 "settle": {"support": "supported"},
                 "recall": {"support": "supported"},
                 "forget": {"support": "supported"},
-                "update": {"support": "unsupported", "reason": "corrections are new writes: validity closes, nothing is overwritten"},
+                "update": {"support": "supported"},
                 "run_background_jobs": {"support": "supported"},
                 "probe": {"support": "supported"},
                 "audit": {"support": "supported"},
@@ -143,6 +143,18 @@ class ReferenceAdapter:
 
     def recall(self, query: str, scope: str, k: int, at: str) -> dict:
         return {"items": [self._item(f, at) for f in self.mem.rank(query, scope, k)]}
+
+    def update(self, scope: str, at: str, text: str, new_text: str) -> dict:
+        """A correction through the API: the new statement is extracted like any write and closes what ``text``
+        names (validity closes, nothing is overwritten, so history stays knowable and an undo can reopen it)."""
+        new = self._extract([{"role": "user", "content": new_text}])
+        old = self._extract([{"role": "user", "content": text}])
+        with self.lock:
+            named = {(f["subject"], f["attribute"]) for f in self.mem.matching(scope, text, old)}
+            facts = [{**f, "intent": "supersede", "replaces": f.get("replaces") or next(
+                (g["value"] for g in self.mem.matching(scope, text, old)), None)}
+                if f.get("intent", "assert") == "assert" and (f["subject"], f["attribute"]) in named else f for f in new]
+            return {"ids": self.mem.remember(scope, at, facts, new_text)}
 
     def forget(self, scope: str, at: str, text: str) -> dict:
         """Forget what the request states: extracted like any write, then matched by key, value and kind."""

@@ -284,6 +284,31 @@ class RawLogRefilledByRefeed(Double):
         return {"state": "present" if hits else "absent", "evidence": hits}
 
 
+class OverwritesOnUpdate(Double):
+    """update() overwrites in place: what ``text`` names is deleted and the new statement stored as a plain fact, so
+    nothing says what it replaced (history lost, and nothing for an undo to reopen)."""
+    NAME = "u-overwrite"
+
+    def update(self, scope, at, text, new_text):
+        old = self._extract([{"role": "user", "content": text}])
+        for f in self.mem.matching(scope, text, old):
+            del self.mem.state["facts"][f["id"]]
+            self.mem.state["vectors"].pop(f["id"], None)
+        new = [{k: v for k, v in f.items() if k not in ("intent", "replaces")} for f in
+               self._extract([{"role": "user", "content": new_text}])]
+        return {"ids": self.mem.remember(scope, at, new, new_text)}
+
+
+class NoUpdate(Double):
+    """A system with no update API (corrections are new writes only)."""
+    NAME = "u-none"
+
+    def capabilities(self):
+        caps = super().capabilities()
+        caps["operations"]["update"] = {"support": "unsupported", "reason": "no update API"}
+        return caps
+
+
 # ---------------------------------------------------------------- 3. renumbering must not hide a leak
 class AuditByDigest(Double):
     NAME = "r-digest"

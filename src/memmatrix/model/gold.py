@@ -1,6 +1,6 @@
 """The gold annotations of the case files, indexed for the oracle.
 
-Every write op in a case file carries its gold facts. The oracle finds the write(s) a
+Every write op in a case file carries its gold facts (an update op its new text's). The oracle finds the write(s) a
 prompt is about by their user messages, and a fact by its statement, and answers with
 what a perfect extractor would have extracted. A statement two cases share with different
 facts ("I do not have a sister." retracting a different name in each) is told apart by the
@@ -35,9 +35,12 @@ class GoldWrite:
 
 
 def _writes(op: dict) -> list[dict]:
-    """The writes an op makes, each with its messages and gold: one, or each writer's of a concurrent op."""
+    """The writes an op makes, each with its messages and gold: one, or each writer's of a concurrent op, or an
+    update's new text (a correction made through the system's update API, stated as the user would say it)."""
     if op["op"] in ("write", "import"):
         return [op]
+    if op["op"] == "update" and op.get("gold"):
+        return [{"messages": [{"role": "user", "content": op["new_text"]}], "gold": op["gold"]}]
     return list(op.get("writes", [])) if op["op"] == "concurrent" else []
 
 

@@ -1,8 +1,9 @@
 """The contradiction protocol (seed 000 §7): does a correction hold, without becoming amnesia?
 
 A case writes an original value on day 1 and displaces it later (replacement, polarity,
-retraction, a partial change, or a validity bound passing on the harness clock), then
-scores columns, never one number:
+retraction, a partial change, or a validity bound passing on the harness clock), by saying
+so (a write) or, in a case set that corrects through the system's own update API, by an
+update; then it scores columns, never one number:
 
 - setup: the original and a sibling fact are served before the correction (the control)
 - A answer: the door serves the current value (for retraction and bounded: it no longer
@@ -93,8 +94,12 @@ class _Scorer:
         skipped = {s["call"] for o in self.ops for s in o.skips}
         setup = self._setup()
         cells["setup"] = setup
+        fix = next((s for o in self.ops if o.step == "contradict" for s in o.skips), None)
         for step in STEPS[1:]:
-            if step.essential and step.essential in skipped:
+            if fix is not None:  # the correction itself (an update) could not be made: nothing after it is measured
+                cells[step.key] = Cell(step.key, UNSUPPORTED, f"the correction needs {fix['call']}, which is "
+                                                              f"unsupported: {fix['reason']}")
+            elif step.essential and step.essential in skipped:
                 reason = next(s["reason"] for o in self.ops for s in o.skips if s["call"] == step.essential)
                 cells[step.key] = Cell(step.key, UNSUPPORTED, f"{step.essential} is unsupported: {reason}")
             elif setup.verdict == ERROR:

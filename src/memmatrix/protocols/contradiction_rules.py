@@ -47,7 +47,8 @@ def validate_contradiction_case(case: dict) -> list[str]:
     elif [ORDER.index(s) for s in steps] != sorted(ORDER.index(s) for s in steps):
         bad(f"ops must follow the step order {ORDER}")
 
-    texts = " ".join(m["content"] for op in ops if op["op"] in ("write", "import") for m in op["messages"])
+    texts = " ".join([m["content"] for op in ops if op["op"] in ("write", "import") for m in op["messages"]]
+                     + [op["new_text"] for op in ops if op["op"] == "update"])
     for name, target in t.items():
         if not contains(texts, target["token"]):
             bad(f"target {name!r}: token {target['token']!r} is never written")
@@ -60,18 +61,24 @@ def validate_contradiction_case(case: dict) -> list[str]:
         bad("the setup assess must ask the original and the sibling (the control)")
     if not find("setup", "probe"):
         bad("setup needs a baseline probe of the original (column E's control)")
-    fixes = find("contradict", "write")
+    fixes = find("contradict", "write") + find("contradict", "update")  # a correction said, or made by update()
+    if find("contradict", "update") and find("contradict", "write"):
+        bad("step 'contradict' corrects either by a write or by an update, not both")
+    for op in find("contradict", "update"):
+        original = t.get("original", {}).get("token", "")
+        if not contains(op["text"], original):
+            bad("an update correction's text must state the original value (it names what is updated)")
     if shape == "bounded":
         if fixes:
-            bad("a bounded case is displaced by its bound passing, not by a write")
+            bad("a bounded case is displaced by its bound passing, not by a write or an update")
         if not find("contradict", "advance"):
             bad("a bounded case must advance the clock past the bound in step 'contradict'")
         if not any(f.get("valid_to") for op in setup_writes for f in op["gold"]):
             bad("a bounded case's original gold fact needs valid_to")
     else:
-        intents = [f for op in fixes for f in op["gold"] if f.get("intent") in ("supersede", "retract")]
+        intents = [f for op in fixes for f in op.get("gold", []) if f.get("intent") in ("supersede", "retract")]
         if not intents:
-            bad("the contradicting write needs a gold fact with intent supersede or retract")
+            bad("the contradicting write (or update) needs a gold fact with intent supersede or retract")
     now = find("now", "assess")
     if not now or now[0].get("stale") != "original" or "original" not in now[0].get("history", []):
         bad("step 'now' must assess with stale 'original' and history ['original']")
