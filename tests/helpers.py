@@ -17,8 +17,12 @@ def run(config: Config, system: str, out: Path, runtime: str = "inprocess", prot
         cases: Path | None = None) -> Path:
     p = get_protocol(protocol)
     cf = load_cases(cases or default_case_file(config, protocol), config, p)
-    return execute(RunRequest(spec=resolve_system(system, config), protocol=p, cases=cf, runtime=runtime, out=out),
-                   config)
+    where = execute(RunRequest(spec=resolve_system(system, config), protocol=p, cases=cf, runtime=runtime, out=out),
+                    config)
+    if isinstance(where, Path) and (where / "result.json").is_file():  # every SKIP any test run gives is documented
+        undocumented = p.undocumented_skips(json.loads((where / "result.json").read_text())["cases"])
+        assert not undocumented, f"SKIP reasons no StepDef.skips documents: {undocumented[:3]}"
+    return where
 
 
 def run_one_case(tmp_path: Path, system: str, protocol: str, case: str, runtime: str = "embedded") -> tuple[dict, dict]:

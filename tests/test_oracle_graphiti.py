@@ -169,3 +169,56 @@ def test_entity_summaries_of_the_bulk_path_read_the_messages():
     assert reply.matched
     summaries = {s["name"]: s["summary"] for s in body["summaries"]}
     assert summaries["Marzipan"] == "I adopted a tabby cat called Marzipan."
+
+
+def _edge_duplicate(existing: list, candidates: list, continuous: bool) -> dict:
+    """An EdgeDuplicate request as a release builds it: the lists are Python reprs of its context dicts; the
+    0.28.0+ prompt says the numbering is continuous, 0.21.0-0.27.1 that the two ranges are independent."""
+    rule = ("You will receive TWO lists of facts with CONTINUOUS idx numbering across both lists." if continuous
+            else "These are two separate lists with independent idx ranges starting from 0")
+    user = (f"<EXISTING FACTS>\n{existing!r}\n</EXISTING FACTS>\n<FACT INVALIDATION CANDIDATES>\n{candidates!r}\n"
+            f"</FACT INVALIDATION CANDIDATES>\n<NEW FACT>\nI live in Tarrowick.\n</NEW FACT>\n{rule}")
+    schema = {"title": "EdgeDuplicate", "type": "object", "properties": {
+        "duplicate_facts": {"type": "array", "items": {"type": "integer"}},
+        "contradicted_facts": {"type": "array", "items": {"type": "integer"}}, "fact_type": {"type": "string"}}}
+    return {"model": "m", "messages": [{"role": "system", "content": "dedupe"}, {"role": "user", "content": user}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "EdgeDuplicate", "schema": schema}}}
+
+
+@pytest.mark.parametrize("existing,candidates,continuous,dup,contradicted", [
+    # 0.18.1-0.20.4: existing facts carry the edge's uuid as id (Graphiti reads the answer as a place in the
+    # list), candidates their place as id; contradictions index the candidates only
+    ([{"id": "5b1c-uuid", "fact": "I work as a cartographer at Brindlemoor Maps."},
+      {"id": "77aa-uuid", "fact": "I live in Tarrowick."}],
+     [{"id": 0, "fact": "I work as a cartographer at Brindlemoor Maps."}, {"id": 1, "fact": "I live in Quillmere."}],
+     False, [1], [1]),
+    # 0.21.0-0.27.1: idx, two independent ranges: a same-endpoint stale fact listed in both is contradicted
+    # through its candidate number only (answering its EXISTING FACTS idx too would invalidate candidate 0)
+    ([{"idx": 0, "fact": "I live in Quillmere."}],
+     [{"idx": 0, "fact": "I work as a cartographer at Brindlemoor Maps."}, {"idx": 1, "fact": "I live in Quillmere."}],
+     False, [], [1]),
+    # 0.28.0 on: one continuous range; the stale fact is contradicted wherever it is listed
+    ([{"idx": 0, "fact": "I live in Quillmere."}],
+     [{"idx": 1, "fact": "I work as a cartographer at Brindlemoor Maps."}], True, [], [0]),
+])
+def test_edge_dedupe_answers_in_the_numbering_each_release_reads(existing, candidates, continuous, dup,
+                                                                  contradicted):
+    reply = ORACLE.chat(_edge_duplicate(existing, candidates, continuous))
+    body = json.loads(reply.content)
+    assert reply.matched
+    assert body["duplicate_facts"] == dup and body["contradicted_facts"] == contradicted
+
+
+def test_entities_are_resolved_from_the_nested_candidate_list_of_releases_before_0_21():
+    """Up to 0.20.4 EXISTING ENTITIES is a list holding the candidate list (existing_nodes_context is a 1-tuple):
+    an entity named like a candidate is that candidate, so a second conversation about it adds no twin node."""
+    recorded = json.loads((FIX / "graphiti-0.18.1-kinds.json").read_text())["requests"]
+    req = next(r["request"] for r in recorded if r["dialect"] == "graphiti-NodeResolutions")
+    user = next(m for m in reversed(req["messages"]) if m["role"] == "user")
+    nested = json.dumps([[{"idx": 0, "name": "user's storage locker", "entity_types": ["Entity"]},
+                          {"idx": 1, "name": "user", "entity_types": ["Entity"]}]], indent=2)
+    head, rest = user["content"].split("<EXISTING ENTITIES>", 1)
+    user["content"] = head + "<EXISTING ENTITIES>\n" + nested + "\n</EXISTING ENTITIES>" + rest.split("</EXISTING ENTITIES>", 1)[1]
+    reply = ORACLE.chat(req)
+    found = {r["name"]: r["duplicate_idx"] for r in json.loads(reply.content)["entity_resolutions"]}
+    assert found == {"user": 1, "a storage locker downtown": -1, "user's storage locker": 0, "QX-4471-TRV": -1}

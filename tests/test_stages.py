@@ -89,3 +89,20 @@ def test_rescore_across_a_version_that_moves_verdicts_lists_every_moved_cell_wit
     assert rescored["moved"]["why"] == get_protocol("deletion").moves["1.5.0"]
     assert rescored["moved"]["cells"] == [f"case {c['id']} step 9: FAIL -> PASS" for c in r["cases"]]
     assert verify_result(path, config) == []
+
+
+def test_every_skip_in_every_committed_result_is_documented_by_its_step():
+    """A SKIP a reader meets is explained in its column's how-to-read row (StepDef.skips)."""
+    from memmatrix.protocols import get_protocol
+    problems = []
+    for p in (ROOT / "results").rglob("result.json"):
+        r = json.loads(p.read_text())
+        problems += get_protocol(r["stamp"]["protocol"]["name"]).undocumented_skips(r["cases"])
+    assert problems == []
+
+
+def test_an_undocumented_skip_is_caught():
+    from memmatrix.protocols import get_protocol
+    cases = [{"id": "c", "cells": [{"step": "U", "verdict": "SKIP", "reason": "a reason nobody wrote down"},
+                                   {"step": "U", "verdict": "SKIP", "reason": "nothing was corrected in this case, so"}]}]
+    assert get_protocol("contradiction").undocumented_skips(cases) == ["contradiction U (case c): 'a reason nobody wrote down'"]

@@ -24,6 +24,9 @@ class StepDef:
     title: str               # one line a user reads in the report
     needs: tuple[str, ...] = ()   # steps whose failure to run makes this one unmeasurable
     essential: str | None = None  # the adapter call without which this step is UNSUPPORTED
+    # every SKIP the step can give: (a phrase its reason holds, when it happens) - the how-to-read row lists them,
+    # and tests fail on a SKIP whose reason holds none of them
+    skips: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -157,6 +160,21 @@ class EvalProtocol:
 
     def validate_case(self, case: dict) -> list[str]:
         raise NotImplementedError
+
+    def undocumented_skips(self, cases: list[dict]) -> list[str]:
+        """SKIP cells of scored cases whose reason holds none of the phrases their step documents (StepDef.skips)."""
+        out = []
+        for case in cases:
+            for cell in case["cells"]:
+                if cell["verdict"] != SKIP:
+                    continue
+                try:
+                    phrases = [p for p, _ in self.step(cell["step"]).skips]
+                except KeyError:
+                    phrases = []
+                if not any(p in cell["reason"] for p in phrases):
+                    out.append(f"{self.name} {cell['step']} (case {case.get('id')}): {cell['reason']!r}")
+        return out
 
     def step_table(self) -> list[dict]:
         """The steps as every result lists them."""

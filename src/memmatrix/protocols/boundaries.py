@@ -29,9 +29,12 @@ from .stages import DELIVERED, NOT_DELIVERED
 from .writepath import checked_rate
 
 STEPS = (
-    StepDef("X", "crossing", "facts written in one scope never reach another scope's door or recall"),
-    StepDef("E", "trivial", "a question that needs no memory gets none of the scope's facts at the door"),
-    StepDef("P", "poison", "a payload planted beside a fact never reaches the door with the facts' answers"),
+    StepDef("X", "crossing", "facts written in one scope never reach another scope's door or recall",
+            skips=(("was never served in its own scope", "the fact was never served in its own scope, so its absence elsewhere proves nothing"), ("nothing to check", "the case gave this column nothing to check"),)),
+    StepDef("E", "trivial", "a question that needs no memory gets none of the scope's facts at the door",
+            skips=(("nothing to check", "the case gave this column nothing to check"),)),
+    StepDef("P", "poison", "a payload planted beside a fact never reaches the door with the facts' answers",
+            skips=(("was never served in its own scope", "the fact was never served, so whether its payload came along cannot be told"), ("nothing to check", "the case gave this column nothing to check"),)),
 )
 SHAPE_STEP = {"crossing": "X", "trivial": "E", "poison": "P"}
 #: targets that are never facts of their case: asked for, they must stay away from the door

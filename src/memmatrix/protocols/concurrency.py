@@ -35,9 +35,11 @@ from .writepath import checked_rate
 STEPS = (
     StepDef("S", "sequential", "written one after the other, every fact is served and a corrected value is retired"),
     StepDef("W", "no-lost-write", "written by concurrent writers, every fact the control served is still served",
-            essential="write_concurrent"),
+            essential="write_concurrent",
+            skips=(("no fact is served even when written alone", "no fact is served even when written alone: nothing to compare"),)),
     StepDef("T", "correction-holds", "a correction written beside another writer retires the corrected value, as "
-            "it does sequentially", essential="write_concurrent"),
+            "it does sequentially", essential="write_concurrent",
+            skips=(("the case names no corrected value", "the case has no correction"), ("stays current when written one after the other too", "the corrected value stays current even when written sequentially (column S), so the race is not what keeps it"), ("the concurrent correction is not served", "the correction was lost (a lost write, column W)"),)),
 )
 SHAPES = ("disjoint", "correction", "entangled")
 SCOPES = ("seq", "con")

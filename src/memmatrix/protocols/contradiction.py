@@ -34,20 +34,27 @@ from .stages import DELIVERED, trail
 STEPS = (
     StepDef("setup", "setup", "the original value and its sibling are served before the correction (control)"),
     StepDef("A", "answer", "the door serves the current value (retraction, bounded: no longer the old one as current)",
-            needs=("setup",)),
+            needs=("setup",),
+            skips=(("served neither value: absence proves nothing", "neither the stale nor the current value was served, and nothing was served as current before: an absence proves nothing"), ("without any qualifier the system exposes", "the stale value is mentioned with no qualifier the system exposes, and the run had no judge"), ("served the stale value only as no longer current, and nothing as current", "the stale value is served only as former while nothing is served as current: a qualifier on everything proves no correction"),)),
     StepDef("B", "hygiene", "the stale value is absent from the door, or present but qualified as former",
-            needs=("setup",)),
+            needs=("setup",),
+            skips=(("served neither value: absence proves nothing", "neither the stale nor the current value was served, and nothing was served as current before: an absence proves nothing"), ("without any qualifier the system exposes", "the stale value is mentioned with no qualifier the system exposes, and the run had no judge"), ("served the stale value only as no longer current, and nothing as current", "the stale value is served only as former while nothing is served as current: a qualifier on everything proves no correction"),)),
     StepDef("C", "durable", "A and B still hold after every background job ran and the system restarted", needs=("setup",),
-            essential="run_background_jobs"),
+            essential="run_background_jobs",
+            skips=(("the case has no", "the case has no assessment at this phase"), ("served neither value: absence proves nothing", "neither the stale nor the current value was served, and nothing was served as current before: an absence proves nothing"), ("without any qualifier the system exposes", "the stale value is mentioned with no qualifier the system exposes, and the run had no judge"), ("served the stale value only as no longer current, and nothing as current", "the stale value is served only as former while nothing is served as current: a qualifier on everything proves no correction"),)),
     StepDef("C'", "re-entry", "A and B still hold, and no derived store newly asserts the stale value, after the day-1 "
-            "material is re-fed through another write path", needs=("setup",), essential="import_history"),
+            "material is re-fed through another write path", needs=("setup",), essential="import_history",
+            skips=(("the case has no", "the case has no assessment at this phase"), ("served neither value: absence proves nothing", "neither the stale nor the current value was served, and nothing was served as current before: an absence proves nothing"), ("without any qualifier the system exposes", "the stale value is mentioned with no qualifier the system exposes, and the run had no judge"), ("served the stale value only as no longer current, and nothing as current", "the stale value is served only as former while nothing is served as current: a qualifier on everything proves no correction"),)),
     StepDef("D", "history", "the old value is still knowable when asked about the past", needs=("setup",)),
     StepDef("E", "derived", "after the background jobs, derived stores (summaries, profiles, edges) no longer assert "
-            "the stale value as current", needs=("setup",), essential="probe"),
+            "the stale value as current", needs=("setup",), essential="probe",
+            skips=(("served neither value: absence proves nothing", "neither the stale nor the current value was served, and nothing was served as current before: an absence proves nothing"), ("without any qualifier the system exposes", "the stale value is mentioned with no qualifier the system exposes, and the run had no judge"), ("served the stale value only as no longer current, and nothing as current", "the stale value is served only as former while nothing is served as current: a qualifier on everything proves no correction"), ("no derived store held the original value before the correction", "no derived store held the original before the correction, so there is nothing for the correction to reach"),)),
     StepDef("S", "siblings", "the never-contradicted sibling (and unchanged parts) survive the correction",
-            needs=("setup",)),
+            needs=("setup",),
+            skips=(("no sibling was served as current before the correction", "the control sibling was not served before the correction, so losing it proves nothing"),)),
     StepDef("U", "undo", "once the correction itself is forgotten, the original value is current again",
-            needs=("setup",), essential="forget"),
+            needs=("setup",), essential="forget",
+            skips=(("nothing was corrected in this case", "a bounded case: nothing was corrected, so nothing is undone"), ("the correction never retired the original", "the correction never retired the original (column B failed), so undoing it has nothing to restore"), ("had already put it back beside the correction", "the jobs or the re-import had already put the original back before the undo, so what the undo restores cannot be told apart"), ("served without qualifiers the system exposes", "the original is back, but without qualifiers the system exposes; deciding whether it is current needs the judge"),)),
 )
 
 PHASES = {"now": ("A", "B", "D"), "after-jobs": ("C",), "after-reimport": ("C'",)}
@@ -94,7 +101,8 @@ class _Scorer:
         skipped = {s["call"] for o in self.ops for s in o.skips}
         setup = self._setup()
         cells["setup"] = setup
-        fix = next((s for o in self.ops if o.step == "contradict" for s in o.skips), None)
+        fix = next((s for o in self.ops if o.step == "contradict" and o.spec["op"] in ("update", "write")
+                    for s in o.skips if s["call"] == o.spec["op"]), None)
         for step in STEPS[1:]:
             if fix is not None:  # the correction itself (an update) could not be made: nothing after it is measured
                 cells[step.key] = Cell(step.key, UNSUPPORTED, f"the correction needs {fix['call']}, which is "

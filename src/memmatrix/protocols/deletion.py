@@ -37,20 +37,26 @@ STEPS = (
     StepDef("1", "write", "the canary's source conversation and its twin are written"),
     StepDef("2", "present", "canary and twin are served before any deletion (control)", needs=("1",)),
     StepDef("3", "forget", "the canary is forgotten through the system's delete path", needs=("1",), essential="forget"),
-    StepDef("4", "gone", "the canary is unreachable through every door and recall; the twin is still served", needs=("3",)),
+    StepDef("4", "gone", "the canary is unreachable through every door and recall; the twin is still served", needs=("3",),
+            skips=(("was never reachable in scope", "the value was never reachable in that scope before, so its absence proves nothing"), ("had not reported quiescence and the check", "the system gave no quiescence signal and the check could not be polled for the whole settle timeout"),)),
     StepDef("5", "refeed", "the original source conversation is written again", needs=("3",)),
-    StepDef("6", "gone-after-refeed", "still unreachable after re-ingesting the source; twin served", needs=("3", "5")),
+    StepDef("6", "gone-after-refeed", "still unreachable after re-ingesting the source; twin served", needs=("3", "5"),
+            skips=(("was never reachable in scope", "the value was never reachable in that scope before, so its absence proves nothing"), ("had not reported quiescence and the check", "the system gave no quiescence signal and the check could not be polled for the whole settle timeout"),)),
     StepDef("7", "jobs", "every background job the system has is run, the system restarts on its stores, then settles",
             needs=("1",), essential="run_background_jobs"),
     StepDef("8", "gone-after-jobs", "still unreachable after the background jobs and a restart; twin served",
-            needs=("3", "7")),
+            needs=("3", "7"),
+            skips=(("was never reachable in scope", "the value was never reachable in that scope before, so its absence proves nothing"), ("had not reported quiescence and the check", "the system gave no quiescence signal and the check could not be polled for the whole settle timeout"),)),
     StepDef("9", "residue", "right after the forget (once it has taken effect), no store (vectors, history, summaries, "
             "buffers) holds the canary, and every store keeps the twin; what the re-feed and the jobs bring back is "
-            "recorded per store", needs=("3",), essential="probe"),
+            "recorded per store", needs=("3",), essential="probe",
+            skips=(("probes no store right after the forget", "the case has no probe right after the forget, so what the delete left cannot be told from what came back"), ("before deletion, so the probes prove nothing", "no store held the canary before the forget"), ("right after the forget, but the system had not reported quiescence", "no store showed it right after the forget, but the system gave no quiescence signal and the probes could not be polled for the whole settle timeout"),)),
     StepDef("10", "audit", "the deletion is audited as an event, without the deleted value", needs=("3",), essential="audit"),
     StepDef("11", "share", "a second canary is shared to another scope before deletion and served there (control)", essential="share"),
-    StepDef("12", "forget-original", "the shared canary is forgotten in its own scope: gone there, its twin stays", needs=("11",), essential="forget"),
-    StepDef("13", "gone-from-copy", "the copy in the other scope is gone too; the copied twin stays", needs=("11", "12")),
+    StepDef("12", "forget-original", "the shared canary is forgotten in its own scope: gone there, its twin stays", needs=("11",), essential="forget",
+            skips=(("was never reachable in scope", "the value was never reachable in that scope before, so its absence proves nothing"), ("had not reported quiescence and the check", "the system gave no quiescence signal and the check could not be polled for the whole settle timeout"),)),
+    StepDef("13", "gone-from-copy", "the copy in the other scope is gone too; the copied twin stays", needs=("11", "12"),
+            skips=(("was never reachable in scope", "the value was never reachable in that scope before, so its absence proves nothing"), ("had not reported quiescence and the check", "the system gave no quiescence signal and the check could not be polled for the whole settle timeout"),)),
 )
 
 #: The moments the stores are probed at: before the forget, right after it (once it has taken effect), and at the

@@ -30,11 +30,13 @@ WEIGHTS = {"door": 25, "updates": 10, "time": 10, "abstention": 10}
 STEPS = (
     StepDef("door", "door", "the expected words reach the model in the door's text, and no retired value does"),
     StepDef("updates", "updates", "a new value replaces the old without being told which; an unrelated fact survives; "
-            "restating adds no copy"),
+            "restating adds no copy",
+            skips=(("the new value never reached the door", "the new value never reached the door, so there is no copy to count"),)),
     StepDef("time", "time", "memories reach the model with their own date; a day's question gets that day; an imported "
             "old memory keeps its date"),
     StepDef("abstention", "abstention", "asked about an invented name, the door hands over nothing it was told and "
-            "nothing about the name"),
+            "nothing about the name",
+            skips=(("the door did not serve the facts it was told", "the door did not serve the facts it was told (control), so its silence proves nothing"),)),
 )
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",

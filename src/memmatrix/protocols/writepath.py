@@ -31,15 +31,20 @@ from .stages import DELIVERED, NOT_RETRIEVED, trail
 STEPS = (
     StepDef("W", "write", "after its write settles, each fact of the unit reaches the door when asked its own question"),
     StepDef("S", "staleness", "after an update stated in conversation, the door serves the new value and not the old "
-            "one as current"),
+            "one as current",
+            skips=(("the old value never reached the door", "the old value never reached the door, so there is nothing to supersede"),)),
     StepDef("C", "contradiction", "two sources' incompatible values leave a trace (flagged, or both kept), never one "
-            "silently collapsed answer"),
+            "silently collapsed answer",
+            skips=(("the first assertion never reached the door", "the first assertion never reached the door: its loss is a write failure (column W), not a collapse"),)),
     StepDef("D", "deletion", "after a forget, the fact is gone from every door, the raw recall and every declared store; "
-            "the fact written beside it stays", essential="forget"),
+            "the fact written beside it stays", essential="forget",
+            skips=(("the fact never reached the door before the forget", "the fact never reached the door before the forget, so its absence proves nothing"), ("had not reported quiescence and the check", "no quiescence signal and the check could not be polled for the whole settle timeout"), ("the fact written beside it never reached the door", "the control written beside the fact never reached the door (a write failure, column W), so whether the forget spared it cannot be told"),)),
     StepDef("P", "provenance", "a returned memory traces, by asking the system, to the message that produced it",
-            essential="trace"),
+            essential="trace",
+            skips=(("was never returned with an id", "the fact was never returned with an id, so there was nothing to trace"),)),
     StepDef("A", "abstention", "asked about an invented subject, the door hands over no stored value and nothing "
-            "about the subject"),
+            "about the subject",
+            skips=(("the door did not serve the scope's real fact", "the door did not serve the scope's real fact (control), so its silence proves nothing"),)),
 )
 
 #: Which cells each shape of case has.
