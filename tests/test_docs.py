@@ -99,7 +99,8 @@ def test_the_committed_timeline_is_current_and_its_histories_verify(config):
 
 def test_the_committed_claims_table_is_current_and_has_a_dozen_claims_with_sources_and_cells(config):
     """docs/claims.md is what `memmatrix claims results --output docs/claims.md` writes today."""
-    from memmatrix.claims import UNTESTABLE, evaluate, load_claims, markdown, measured
+    from memmatrix.claims import UNTESTABLE, evaluate, load_claims, measured
+    from memmatrix.claimsview import markdown
     from memmatrix.verify import find_results
     rows = evaluate(load_claims(ROOT / "claims", config), measured(find_results([ROOT / "results"]), config), ROOT)
     assert (ROOT / "docs" / "claims.md").read_text() == markdown(rows, "../"), \
