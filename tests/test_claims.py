@@ -222,3 +222,21 @@ def test_a_claim_the_new_results_do_not_measure_is_no_status_change():
     before = [{"id": "X-1", "system": "mem0", "status": REPRODUCED}, {"id": "X-2", "system": "mem0", "status": UNDECIDED}]
     after = [{"id": "X-1", "system": "mem0", "status": NOT_MEASURED}, {"id": "X-2", "system": "mem0", "status": CONTRADICTED}]
     assert changes(before, after) == ["X-2 (mem0): undecided -> contradicted"]
+
+
+def test_a_finding_that_contradicts_its_claims_status_is_caught():
+    from memmatrix.claimsview import findings_problems
+    rows = [{"id": "HIN-2", "status": CONTRADICTED, "summary": "contradicted in 4 of 4 decided cases", "variants": [],
+             "measured": [{"version": "1.1.0", "status": CONTRADICTED}]},
+            {"id": "GRA-4", "status": REPRODUCED, "summary": "reproduced in 8 of 8 decided cases",
+             "variants": [{"label": "forget_path=edge_delete", "status": CONTRADICTED}], "measured": []}]
+    text = ("- **Confirmed: observations go with the document** (HIN-2).\n"
+            "- **Refuted for GRA-4 with forget_path=edge_delete**: the summaries keep it.\n"
+            "- **Confirmed: GRA-4** holds.\n"
+            "- **Confirmed: history keeps deleted text.**\n"
+            "- Observed: nothing to do with a claim.\n")
+    assert findings_problems(text, rows, "README.md") == [
+        "README.md:1: says Confirmed of HIN-2, whose status is contradicted (contradicted in 4 of 4 decided cases): make "
+        "the line say what the registry says",
+        "README.md:4: says 'Confirmed' but names no claim of the registry: name the claim it is about (e.g. MEM-1), or "
+        "say what was observed without 'confirmed' or 'refuted'"]

@@ -3,6 +3,8 @@ behind its status, release by release."""
 
 from __future__ import annotations
 
+import re
+
 MARK = {"reproduced": "✅ reproduced", "contradicted": "❌ contradicted", "undecided": "⚠ undecided",
         "not measured": "· not measured", "untestable offline": "∅ untestable offline"}
 
@@ -77,3 +79,35 @@ def markdown(rows: list[dict], link_base: str = "") -> str:
         if r["contested"]:
             out.append("Contested: " + ", ".join(r["contested"]))
     return "\n".join(out) + "\n"
+
+
+#: The words a finding may use about a vendor claim, and the status each needs.
+VERBS = {"Confirmed": "reproduced", "Reproduced": "reproduced", "Refuted": "contradicted", "Contradicted": "contradicted"}
+_VERB = re.compile(r"\b(" + "|".join(VERBS) + r")\b")
+_ID = re.compile(r"\b[A-Z]{3}-\d+\b")
+
+
+def findings_problems(text: str, rows: list[dict], where: str) -> list[str]:
+    """Lines of hand-written findings that say a vendor claim is confirmed or refuted where the registry's status (of
+    the claim, or of the release or variant setup the line names) says otherwise, or that use the words without
+    naming a claim of the registry: one source of truth for every "confirmed / refuted"."""
+    status = {r["id"]: r for r in rows}
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        verbs = _VERB.findall(line)
+        if not verbs:
+            continue
+        ids = [i for i in _ID.findall(line) if i in status]
+        if not ids:
+            out.append(f"{where}:{n}: says {verbs[0]!r} but names no claim of the registry: name the claim it is about "
+                       "(e.g. MEM-1), or say what was observed without 'confirmed' or 'refuted'")
+            continue
+        want = {VERBS[v] for v in verbs}
+        for cid in ids:
+            r = status[cid]
+            shown = {r["status"]} | {v["status"] for v in r.get("variants", []) if v["label"] in line} | \
+                {m["status"] for m in r["measured"] if re.search(rf"\b{re.escape(m['version'])}\b", line)}
+            if not want & shown:
+                out.append(f"{where}:{n}: says {'/'.join(sorted(set(verbs)))} of {cid}, whose status is {r['status']} "
+                           f"({r['summary']}): make the line say what the registry says")
+    return out
