@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memmatrix.config import Config
+from memmatrix.common.config import Config
 
 ROOT = Path(__file__).resolve().parents[1]
 ADAPTERS = Path(__file__).parent / "adapters"

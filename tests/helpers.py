@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 from memmatrix.cases import default_case_file, load_cases
-from memmatrix.config import Config
+from memmatrix.common.config import Config
 from memmatrix.protocols import get_protocol
-from memmatrix.run import RunRequest, execute
+from memmatrix.run.runner import RunRequest, execute
 from memmatrix.systems import resolve_system
 
 
@@ -54,7 +54,7 @@ def row(run_dir: Path) -> dict[str, str]:
 
 def text_of(run_dir: Path, name: str = "transcript") -> str:
     """The canonical text of a run's transcript (``transcript`` or ``model-transcript``), stored compressed."""
-    from memmatrix.canon import read_text, stored_transcript
+    from memmatrix.common.canon import read_text, stored_transcript
     return read_text(stored_transcript(run_dir, name))
 
 
@@ -88,7 +88,7 @@ ALICE_OPS = [
 
 def newest_cases(protocol: str) -> Path:
     """The newest case file of ``protocol`` in this checkout."""
-    from memmatrix.config import Config
+    from memmatrix.common.config import Config
     return default_case_file(Config.from_env(), protocol)
 
 
@@ -96,7 +96,7 @@ def one_case(tmp_path: Path, protocol: str = "deletion", index: int = 0,
              rename: tuple[str, str] | None = None) -> Path:
     """A case file holding one case of the newest set (optionally with a value renamed throughout):
     for tests that poll a system without a quiescence signal, where every case costs seconds."""
-    from memmatrix.config import Config
+    from memmatrix.common.config import Config
     config = Config.from_env()
     data = json.loads(default_case_file(config, protocol).read_text(encoding="utf-8"))
     data["cases"] = [data["cases"][index]]

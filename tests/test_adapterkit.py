@@ -142,7 +142,7 @@ def exchange(port: int, raw: bytes) -> bytes:
 
 def test_the_server_answers_every_client_the_wire_meets(adapter_server):
     import requests
-    from memmatrix.wire import HttpEndpoint
+    from memmatrix.exchange.wire import HttpEndpoint
     assert requests.get(f"http://127.0.0.1:{adapter_server}/health", timeout=5).json()["ok"] is True
     e = HttpEndpoint(f"http://127.0.0.1:{adapter_server}")
     assert "write" in e.call("init", {"config": {}}, 5)["implemented"]

@@ -8,11 +8,11 @@ import pytest
 
 from conftest import ROOT
 
-from memmatrix.casegen import generate, load_spec
-from memmatrix.caserules import case_problems, file_problems
+from memmatrix.cases.generate import generate, load_spec
+from memmatrix.cases.rules import case_problems, file_problems
 from memmatrix.cases import default_case_file, load_cases
 from memmatrix.cli import main
-from memmatrix.errors import CaseFileError
+from memmatrix.common.errors import CaseFileError
 from memmatrix.protocols import get_protocol
 
 SPEC = ROOT / "cases/specs/deletion-2.0.0.yaml"
@@ -60,7 +60,7 @@ def test_a_twin_whose_tokens_hold_the_canarys_is_rejected_and_names_the_sequence
                                           ("0731-559-208", "0731-559-114")])
 def test_values_that_share_tokens_but_not_a_whole_sequence_are_accepted(generated, canary, twin):
     """Realistic canaries share tokens (a domain, a street, an area code); whole-sequence matching tells them apart."""
-    from memmatrix.caserules import _inside
+    from memmatrix.cases.rules import _inside
     assert _inside(canary, twin) == "" and _inside(twin, canary) == ""
     case = _one(generated)
     old = case["targets"]["twin"]["token"]
@@ -120,7 +120,7 @@ def test_a_scale_set_writes_its_distractors_before_the_canary_and_clear_of_every
         assert [op.get("note") for op in ops[:crowd]] == ["a distractor"] * crowd
         assert ops[crowd]["note"] == "the canary's source conversation"
         text = " ".join(m["content"] for op in ops[:crowd] for m in op["messages"])
-        from memmatrix.tokens import contains
+        from memmatrix.common.tokens import contains
         assert not any(contains(text, t["token"]) for t in case["targets"].values())
 
 
@@ -151,7 +151,7 @@ def test_the_contradiction_set_covers_every_shape_and_gaps_from_minutes_to_years
 
 
 def test_a_bounded_case_ends_its_validity_between_the_control_and_the_next_look(contra):
-    from memmatrix.clock import parse_duration, parse_time
+    from memmatrix.common.clock import parse_duration, parse_time
     for case in (c for c in contra["cases"] if c["shape"] == "bounded"):
         end = parse_time(case["ops"][0]["gold"][0]["valid_to"])
         start = parse_time(contra["clock"]["start"])

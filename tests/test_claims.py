@@ -9,8 +9,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from memmatrix.claims import (CONTRADICTED, NOT_MEASURED, REPRODUCED, UNDECIDED, UNTESTABLE, Claim, Measured,
-                              case_outcome, evaluate, folder_setup, load_claims, measured, unread_mentions)
+from memmatrix.publish.claims import (CONTRADICTED, NOT_MEASURED, REPRODUCED, UNDECIDED, UNTESTABLE, Claim, Measured, case_outcome, evaluate, folder_setup, load_claims, measured, unread_mentions)
 from memmatrix.cli import main
 
 
@@ -138,7 +137,7 @@ def test_a_benchmark_claim_is_untestable_offline_whatever_the_results():
 
 def test_every_store_and_moment_a_note_names_is_read_by_its_tests(config):
     """A note that says which store or moment decides a claim must be what its status is computed from."""
-    from memmatrix.verify import find_results
+    from memmatrix.evidence.verify import find_results
     declared: dict[str, set[str]] = {}
     for path in find_results([ROOT / "results"]):
         r = json.loads(path.read_text())
@@ -160,7 +159,7 @@ def test_a_note_naming_an_unread_store_or_moment_is_caught():
 
 
 def test_every_claim_names_stores_its_system_declares(config):
-    from memmatrix.verify import find_results
+    from memmatrix.evidence.verify import find_results
     declared: dict[str, set[str]] = {}
     for path in find_results([ROOT / "results"]):
         r = json.loads(path.read_text())
@@ -218,14 +217,14 @@ def test_a_status_change_against_the_baseline_fails_the_job_only_when_asked(tmp_
 
 
 def test_a_claim_the_new_results_do_not_measure_is_no_status_change():
-    from memmatrix.claims import changes
+    from memmatrix.publish.claims import changes
     before = [{"id": "X-1", "system": "mem0", "status": REPRODUCED}, {"id": "X-2", "system": "mem0", "status": UNDECIDED}]
     after = [{"id": "X-1", "system": "mem0", "status": NOT_MEASURED}, {"id": "X-2", "system": "mem0", "status": CONTRADICTED}]
     assert changes(before, after) == ["X-2 (mem0): undecided -> contradicted"]
 
 
 def test_a_finding_that_contradicts_its_claims_status_is_caught():
-    from memmatrix.claimsview import findings_problems
+    from memmatrix.publish.claimsview import findings_problems
     rows = [{"id": "HIN-2", "status": CONTRADICTED, "summary": "contradicted in 4 of 4 decided cases", "variants": [],
              "measured": [{"version": "1.1.0", "status": CONTRADICTED}]},
             {"id": "GRA-4", "status": REPRODUCED, "summary": "reproduced in 8 of 8 decided cases",

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT
 from helpers import exchanges, row, run, text_of
-from memmatrix.errors import RuntimeFailure
+from memmatrix.common.errors import RuntimeFailure
 from memmatrix.systems import SystemSpec, load_system_yaml
 
 pytestmark = pytest.mark.docker

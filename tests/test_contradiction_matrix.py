@@ -84,7 +84,7 @@ def test_declared_qualifiers_are_scored_mechanically(config, tmp_path):
 def test_without_a_judge_unqualified_mentions_are_skipped_not_guessed(config, tmp_path, system):
     from memmatrix.cases import default_case_file, load_cases
     from memmatrix.protocols import get_protocol
-    from memmatrix.run import RunRequest, execute
+    from memmatrix.run.runner import RunRequest, execute
     from memmatrix.systems import resolve_system
     p = get_protocol("contradiction")
     out = execute(RunRequest(spec=resolve_system(system, config), protocol=p, out=tmp_path, runtime="inprocess",

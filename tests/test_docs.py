@@ -10,10 +10,10 @@ from jsonschema import Draft202012Validator
 from conftest import ROOT
 from helpers import run
 from memmatrix.cli import parser
-from memmatrix.config import VARIABLES
+from memmatrix.common.config import VARIABLES
 from memmatrix.model.settings import VARIABLES as MODEL_VARIABLES
 from memmatrix.systems import known_systems, load_system_yaml
-from memmatrix.verify import verify_result
+from memmatrix.evidence.verify import verify_result
 
 README = (ROOT / "README.md").read_text()
 
@@ -87,8 +87,8 @@ def test_committed_results_verify(config):
 
 def test_the_committed_timeline_is_current_and_its_histories_verify(config):
     """docs/timeline.md is what `memmatrix timeline results --output docs/timeline.md` writes today."""
-    from memmatrix.history import check_history, find_histories
-    from memmatrix.timeline import render
+    from memmatrix.result.history import check_history, find_histories
+    from memmatrix.publish.timeline import render
     histories = find_histories([ROOT / "results"])
     assert {h.stem for h in histories} >= {"mem0", "graphiti"}
     for h in histories:
@@ -99,9 +99,9 @@ def test_the_committed_timeline_is_current_and_its_histories_verify(config):
 
 def test_the_committed_claims_table_is_current_and_has_a_dozen_claims_with_sources_and_cells(config):
     """docs/claims.md is what `memmatrix claims results --output docs/claims.md` writes today."""
-    from memmatrix.claims import UNTESTABLE, evaluate, load_claims, measured
-    from memmatrix.claimsview import markdown
-    from memmatrix.verify import find_results
+    from memmatrix.publish.claims import UNTESTABLE, evaluate, load_claims, measured
+    from memmatrix.publish.claimsview import markdown
+    from memmatrix.evidence.verify import find_results
     rows = evaluate(load_claims(ROOT / "claims", config), measured(find_results([ROOT / "results"]), config), ROOT)
     assert (ROOT / "docs" / "claims.md").read_text() == markdown(rows, "../"), \
         "docs/claims.md is stale: run `memmatrix claims results --output docs/claims.md`"
@@ -115,7 +115,7 @@ def test_the_committed_claims_table_is_current_and_has_a_dozen_claims_with_sourc
 def test_every_change_point_in_the_readme_is_two_results_one_release_apart(config):
     """Each row of the README's History table links the last result before a change and the first after it:
     two results of one system, protocol and setup, of releases adjacent among those the adapter drives."""
-    from memmatrix.releases import Ranges, between
+    from memmatrix.common.releases import Ranges, between
     section = README.split("\n## History", 1)[1].split("\n## ", 1)[0]
     rows = [ln for ln in section.splitlines() if ln.startswith("| ") and "](results/" in ln]
     assert len(rows) >= 3, "the History section lists no change point"
@@ -137,7 +137,7 @@ def test_every_change_point_in_the_readme_is_two_results_one_release_apart(confi
 
 def test_the_complete_system_yaml_in_the_adapter_guide_fits_the_schema():
     """docs/adapters.md shows every key of system.yaml: the example must stay valid as the schema grows."""
-    from memmatrix import schemas
+    from memmatrix.common import schemas
     text = (ROOT / "docs" / "adapters.md").read_text()
     block = re.search(r"### system\.yaml.*?```yaml\n(.*?)```", text, re.S).group(1)
     example = yaml.safe_load(block)

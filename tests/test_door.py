@@ -8,7 +8,7 @@ import pytest
 from conftest import ROOT
 from memmatrix.cli import main
 from memmatrix.protocols.door import DoorProtocol, dated
-from memmatrix.report import rank
+from memmatrix.publish.report import rank
 
 
 @pytest.mark.parametrize("text", ["- planted [since 2026-03-02T10:00:00Z]", "on 2 March 2026", "March 2, 2026",

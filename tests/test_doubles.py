@@ -29,7 +29,7 @@ def cells(run_dir: Path) -> dict[str, dict[str, str]]:
 
 def fast_config(tmp: Path):
     """The checkout's config with short timeouts and its own cache, for a module-scoped reference run."""
-    from memmatrix.config import Config
+    from memmatrix.common.config import Config
     from conftest import ROOT
     return Config.from_env({"MEMMATRIX_HOME": str(ROOT), "MEMMATRIX_CACHE_DIR": str(tmp / "cache"),
                             "MEMMATRIX_CALL_TIMEOUT": "5", "MEMMATRIX_SETTLE_TIMEOUT": "2"})
@@ -205,7 +205,7 @@ def test_every_concurrency_column_but_the_control_has_its_double():
 
 def test_a_refused_writer_writes_again_alone_and_is_not_lost(config, tmp_path):
     out = run(config, f"{DOUBLES / 'concurrency.py'}:RefusesTheSecondWriter", tmp_path, protocol="concurrency")
-    from memmatrix.transcript import read_lines
+    from memmatrix.exchange.transcript import read_lines
     records = read_lines(out / "transcript.jsonl.xz")
     retries = [r for r in records if r.get("kind") == "call" and r.get("retry") == 1]
     assert len(retries) == 24 and all(r["call"] == "write" for r in retries)

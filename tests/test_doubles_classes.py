@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from helpers import one_case, run
-from memmatrix.config import Config
+from memmatrix.common.config import Config
 from conftest import ROOT
 
 DOUBLES = Path(__file__).parent / "doubles"

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 from helpers import newest_cases, processes_under, row, run
-from memmatrix.config import Config
+from memmatrix.common.config import Config
 
 pytestmark = pytest.mark.heavy
 P, F, E, S, U = "PASS", "FAIL", "ERROR", "SKIP", "UNSUPPORTED"
@@ -57,7 +57,7 @@ def test_deletion_with_remove_episode(gconfig, tmp_path):
 def test_the_rest_servers_delete_paths_leave_derived_copies(gconfig, tmp_path, path, step4, after):
     from memmatrix.cases import default_case_file, load_cases
     from memmatrix.protocols import get_protocol
-    from memmatrix.run import RunRequest, execute
+    from memmatrix.run.runner import RunRequest, execute
     from memmatrix.systems import resolve_system
     p = get_protocol("deletion")
     out = execute(RunRequest(spec=resolve_system("graphiti", gconfig), protocol=p, runtime="embedded", out=tmp_path,
@@ -87,7 +87,7 @@ def test_without_dates_nothing_is_invalidated(gconfig, tmp_path, subset):
     from memmatrix.cases import load_cases
     from memmatrix.model import GatewaySettings
     from memmatrix.protocols import get_protocol
-    from memmatrix.run import RunRequest, execute
+    from memmatrix.run.runner import RunRequest, execute
     from memmatrix.systems import resolve_system
     p = get_protocol("contradiction")
     out = execute(RunRequest(spec=resolve_system("graphiti", gconfig), protocol=p, runtime="embedded", out=tmp_path,

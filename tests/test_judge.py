@@ -10,9 +10,9 @@ import json
 import pytest
 
 from conftest import ROOT
-from memmatrix.errors import CaseFileError
-from memmatrix.judge import SYSTEM, Judge as JudgeClient
-from memmatrix.judgesuite import default_suite, load_suite, score, suite_requests
+from memmatrix.common.errors import CaseFileError
+from memmatrix.protocols.judge import SYSTEM, Judge as JudgeClient
+from memmatrix.protocols.judgesuite import default_suite, load_suite, score, suite_requests
 from memmatrix.model.dialects.memmatrix import JUDGE_MARKER, Judge
 from memmatrix.model.gold import GoldIndex
 from memmatrix.model.oracle import Oracle

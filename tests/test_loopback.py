@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from memmatrix.loopback import Connection, HTTPFailure
+from memmatrix.exchange.loopback import Connection, HTTPFailure
 
 
 def serve(answers: list[bytes]):

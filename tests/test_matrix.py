@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT
 from memmatrix.cli import main
-from memmatrix.matrix import artifact_name, split_list
+from memmatrix.ci.matrix import artifact_name, split_list
 
 RUN = ROOT / "results" / "deletion" / "reference" / "1.0" / "embedded"
 

@@ -15,7 +15,7 @@ import pytest
 
 import memmatrix.adapterkit
 from helpers import exchanges, row, run, text_of
-from memmatrix.config import Config
+from memmatrix.common.config import Config
 from conftest import ROOT
 
 heavy = pytest.mark.heavy
@@ -75,7 +75,7 @@ def test_four_instances_write_the_transcripts_of_one(mem0_config, tmp_path):
     """mem0 declares parallel: true; --jobs 4 (one instance per case) must not change a byte of either transcript."""
     from memmatrix.cases import default_case_file, load_cases
     from memmatrix.protocols import get_protocol
-    from memmatrix.run import RunRequest, execute
+    from memmatrix.run.runner import RunRequest, execute
     from memmatrix.systems import resolve_system
     p = get_protocol("writepath")
     cases = load_cases(default_case_file(mem0_config, "writepath"), mem0_config, p)

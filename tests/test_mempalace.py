@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 from helpers import newest_cases, run
-from memmatrix.config import Config
+from memmatrix.common.config import Config
 
 pytestmark = pytest.mark.heavy
 

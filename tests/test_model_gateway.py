@@ -8,8 +8,8 @@ import requests
 
 from conftest import ROOT
 from helpers import exchanges, run, system_source, text_of
-from memmatrix.canon import stored_transcript
-from memmatrix.errors import RuntimeFailure
+from memmatrix.common.canon import stored_transcript
+from memmatrix.common.errors import RuntimeFailure
 from memmatrix.model import Gateway, GatewaySettings
 
 CASES = json.loads((ROOT / "cases/deletion/1.0.0.json").read_text())
@@ -73,7 +73,7 @@ def test_concurrent_callers_get_their_own_answers_and_a_stable_transcript(gw):
 def test_proxy_run_then_replay_reproduces_it_byte_for_byte(config, tmp_path):
     from memmatrix.cases import default_case_file, load_cases
     from memmatrix.protocols import get_protocol
-    from memmatrix.run import RunRequest, execute
+    from memmatrix.run.runner import RunRequest, execute
     from memmatrix.systems import resolve_system
     p = get_protocol("contradiction")
     cases = load_cases(default_case_file(config, "contradiction"), config, p)
@@ -107,7 +107,7 @@ def test_proxy_run_then_replay_reproduces_it_byte_for_byte(config, tmp_path):
 def test_replay_names_the_first_differing_request(config, tmp_path):
     from memmatrix.cases import load_cases
     from memmatrix.protocols import get_protocol
-    from memmatrix.run import RunRequest, execute
+    from memmatrix.run.runner import RunRequest, execute
     from memmatrix.systems import resolve_system
     p = get_protocol("deletion")
     recorded = run(config, "reference", tmp_path / "a")
@@ -129,7 +129,7 @@ def test_replay_names_the_first_differing_request(config, tmp_path):
 def test_a_run_that_never_reaches_its_real_model_writes_nothing(config, tmp_path):
     from memmatrix.cases import default_case_file, load_cases
     from memmatrix.protocols import get_protocol
-    from memmatrix.run import RunRequest, execute
+    from memmatrix.run.runner import RunRequest, execute
     from memmatrix.systems import resolve_system
     p = get_protocol("deletion")
     dead = GatewaySettings(mode="proxy", upstream_url="http://127.0.0.1:9/v1", upstream_model="gpt-x", timeout_s=2)
@@ -145,7 +145,7 @@ def test_a_proxy_run_with_a_call_that_did_not_complete_writes_nothing(config, tm
     import time
     from memmatrix.cases import default_case_file, load_cases
     from memmatrix.protocols import get_protocol
-    from memmatrix.run import RunRequest, execute
+    from memmatrix.run.runner import RunRequest, execute
     from memmatrix.systems import resolve_system
     p = get_protocol("deletion")
     cases = load_cases(default_case_file(config, "deletion"), config, p)
@@ -168,8 +168,8 @@ def test_a_proxy_run_with_a_call_that_did_not_complete_writes_nothing(config, tm
 
 
 def test_the_flaky_provider_fails_a_quarter_of_distinct_requests_once_and_answers_them_asked_again():
-    from memmatrix.canon import sha256_json
-    from memmatrix.derive import model_findings
+    from memmatrix.common.canon import sha256_json
+    from memmatrix.result.derive import model_findings
     from memmatrix.model.upstream import normalize_request
     bodies = [{**EXTRACT, "messages": [*EXTRACT["messages"], {"role": "user", "content": f"note {n}"}]}
               for n in range(40)]
@@ -189,8 +189,8 @@ def test_the_flaky_provider_fails_a_quarter_of_distinct_requests_once_and_answer
 
 def test_the_stalling_provider_holds_the_same_quarter_then_gives_up_and_answers_them_asked_again(monkeypatch):
     import time
-    from memmatrix.canon import sha256_json
-    from memmatrix.derive import model_findings
+    from memmatrix.common.canon import sha256_json
+    from memmatrix.result.derive import model_findings
     from memmatrix.model import gateway as gw
     from memmatrix.model.upstream import normalize_request
     monkeypatch.setattr(gw, "STALL_S", 0.3)

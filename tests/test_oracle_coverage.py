@@ -7,11 +7,11 @@ import json
 import pytest
 
 from conftest import ROOT
-from memmatrix.bindings import find_case_file
-from memmatrix.canon import read_text
-from memmatrix.config import Config
+from memmatrix.evidence.bindings import find_case_file
+from memmatrix.common.canon import read_text
+from memmatrix.common.config import Config
 from memmatrix.model.oracle import Oracle
-from memmatrix.reask import oracle_for
+from memmatrix.evidence.reask import oracle_for
 
 RESULTS = sorted(p for p in ROOT.glob("results/**/result.json")
                  if json.loads(p.read_text())["stamp"]["model"]["mode"] == "oracle")

@@ -10,10 +10,11 @@ import pytest
 from conftest import ROOT
 from helpers import run
 
-from memmatrix import schemas
-from memmatrix.overhead import Ledger, percentiles
-from memmatrix.run import budgets_for
-from memmatrix.wire import CallError, InProcessEndpoint
+from memmatrix.common import schemas
+from memmatrix.common.stats import percentiles
+from memmatrix.exchange.overhead import Ledger
+from memmatrix.run.runner import budgets_for
+from memmatrix.exchange.wire import CallError, InProcessEndpoint
 
 
 def test_the_ledger_charges_the_system_only_for_its_own_time():
@@ -102,7 +103,7 @@ def _slow_jobs_system(root, seconds_slept: float, budget: float):
 
 def test_a_hang_past_the_declared_budget_is_an_error_of_the_system_naming_the_budget_and_the_upstream_issue(
         tmp_path, monkeypatch):
-    from memmatrix.config import Config
+    from memmatrix.common.config import Config
     systems = tmp_path / "systems"
     _slow_jobs_system(systems, seconds_slept=3, budget=0.3)
     cases = json.loads((ROOT / "cases/deletion/1.2.0.json").read_text())

@@ -9,11 +9,11 @@ from helpers import text_of
 
 from memmatrix.cases import default_case_file, load_cases
 from memmatrix.cli import main
-from memmatrix.parallel import merge_models, merge_transcripts
+from memmatrix.run.parallel import merge_models, merge_transcripts
 from memmatrix.protocols import get_protocol
-from memmatrix.run import RunRequest, execute
+from memmatrix.run.runner import RunRequest, execute
 from memmatrix.systems import resolve_system
-from memmatrix.transcript import Transcript
+from memmatrix.exchange.transcript import Transcript
 
 
 def _run(config, system, out, protocol, jobs, runtime="inprocess", judge=True):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ADAPTERS, ROOT
-from memmatrix.errors import RuntimeFailure
+from memmatrix.common.errors import RuntimeFailure
 from memmatrix.model import GatewaySettings
 from memmatrix.runtimes import start_runtime
 from memmatrix.runtimes import reaper

@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from memmatrix.history import bisect_protocol, change_points
-from memmatrix.releases import Ranges, ReleaseError, _version_of_file, select
+from memmatrix.ci.sweep import bisect_protocol
+from memmatrix.result.history import change_points
+from memmatrix.common.releases import Ranges, ReleaseError, _version_of_file, select
 
 RELEASES = [f"1.{i}.0" for i in range(20)]  # 1.0.0 .. 1.19.0
 

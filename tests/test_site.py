@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from memmatrix.canon import read_text, stored_transcript
-from memmatrix.config import Config
-from memmatrix.report import render
-from memmatrix.site import LINE_CHARS, write_site
-from memmatrix.verify import find_results
+from memmatrix.common.canon import read_text, stored_transcript
+from memmatrix.common.config import Config
+from memmatrix.publish.report import render
+from memmatrix.publish.site import LINE_CHARS, write_site
+from memmatrix.evidence.verify import find_results
 
 CONFIG = Config.from_env({"MEMMATRIX_HOME": str(ROOT)})
 CHROMIUM, DRIVER = shutil.which("chromium") or "/usr/bin/chromium", shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -182,7 +182,7 @@ def test_the_releases_page_reads_a_cells_history_down_its_column(tmp_path):
     page = (index.parent / "timeline.html").read_text()
     section = page.split("<h2>mem0 · contradiction · embedded · cases 1.3.0</h2>", 1)[1].split("</section>", 1)[0]
     shown = re.findall(r'<tr class="release"><td><a href="runs/[^"]+/index.html">([^<]+)</a>', section)
-    from memmatrix.releases import version_key
+    from memmatrix.common.releases import version_key
     committed = {p.parent.parent.name for p in find_results([ROOT / "results" / "contradiction" / "mem0"])
                  if p.parent.name == "embedded"}
     assert shown == sorted(committed, key=version_key) and len(shown) > 10

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from memmatrix.protocols.stages import (DELIVERED, NOT_DELIVERED, NOT_RETRIEVED, NOT_STORED, STORED_UNDELIVERED,
-                                        UNLOCATED, Trail)
+from memmatrix.protocols.stages import (DELIVERED, NOT_DELIVERED, NOT_RETRIEVED, NOT_STORED, STORED_UNDELIVERED, UNLOCATED, Trail)
 
 
 @pytest.mark.parametrize("trail,reached,survived", [
@@ -48,9 +47,9 @@ def _old_result(tmp_path: Path, protocol: str = "writepath", version: str = "1.0
 
 
 def test_rescore_brings_a_result_forward_when_no_verdict_moves(config, tmp_path):
-    from memmatrix.rescore import rescore
-    from memmatrix.stamp import scoring_version
-    from memmatrix.verify import verify_result
+    from memmatrix.evidence.rescore import rescore
+    from memmatrix.result.stamp import scoring_version
+    from memmatrix.evidence.verify import verify_result
     path = _old_result(tmp_path)
     assert "stage" in verify_result(path, config)[0]  # a FAIL without a stage no longer fits the schema
     assert rescore(path, config) == "writepath 1.0.0 -> 1.1.0"
@@ -61,7 +60,7 @@ def test_rescore_brings_a_result_forward_when_no_verdict_moves(config, tmp_path)
 
 
 def test_rescore_refuses_when_a_verdict_would_move(config, tmp_path):
-    from memmatrix.rescore import RescoreRefused, rescore
+    from memmatrix.evidence.rescore import RescoreRefused, rescore
     path = _old_result(tmp_path)
     r = json.loads(path.read_text())
     cell = next(c for case in r["cases"] for c in case["cells"] if c["verdict"] == "FAIL")
@@ -75,8 +74,8 @@ def test_rescore_refuses_when_a_verdict_would_move(config, tmp_path):
 def test_rescore_across_a_version_that_moves_verdicts_lists_every_moved_cell_with_why(config, tmp_path):
     """deletion 1.5.0 reads step 9 from what the forget left: a result scored before says which cells moved."""
     from memmatrix.protocols import get_protocol
-    from memmatrix.rescore import rescore
-    from memmatrix.verify import verify_result
+    from memmatrix.evidence.rescore import rescore
+    from memmatrix.evidence.verify import verify_result
     path = _old_result(tmp_path, "deletion", "1.3.0")
     r = json.loads(path.read_text())
     for case in r["cases"]:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from memmatrix.cli import main
-from memmatrix.config import Config
-from memmatrix.locking import uv_binary
+from memmatrix.common.config import Config
+from memmatrix.systems.locking import uv_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASES = [f"1.0.{i}" for i in range(16)]  # 1.0.0 .. 1.0.15

@@ -13,12 +13,12 @@ import requests
 
 from conftest import ROOT
 from helpers import system_source
-from memmatrix.canon import read_text, stored_transcript
+from memmatrix.common.canon import read_text, stored_transcript
 from memmatrix.cli import main
 from memmatrix.model import Gateway, GatewaySettings
 from memmatrix.model.dialectsource import DialectSource
 from memmatrix.model.handle import RemoteGateway
-from memmatrix.errors import RuntimeFailure
+from memmatrix.common.errors import RuntimeFailure
 
 # the new system's oracle: the model it asks for a line to jot down answers with each gold fact's statement
 ORACLE_PY = '''"""jotter's prompt: one tool, `jot`, called once per fact worth keeping."""

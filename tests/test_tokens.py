@@ -1,6 +1,6 @@
 import pytest
 
-from memmatrix.tokens import contains, found_in
+from memmatrix.common.tokens import contains, found_in
 
 
 @pytest.mark.parametrize("haystack,needle,expected", [

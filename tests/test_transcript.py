@@ -1,5 +1,5 @@
-from memmatrix.canon import canonical
-from memmatrix.transcript import Normalizer, Transcript
+from memmatrix.common.canon import canonical
+from memmatrix.exchange.transcript import Normalizer, Transcript
 
 
 def test_ids_are_renumbered_in_order_of_first_appearance():

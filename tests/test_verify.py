@@ -11,11 +11,11 @@ import json
 import pytest
 
 from helpers import run, text_of
-from memmatrix.canon import compress_bytes, sha256_bytes, stored_transcript
+from memmatrix.common.canon import compress_bytes, sha256_bytes, stored_transcript
 from memmatrix.protocols import get_protocol
-from memmatrix.scoring import score_transcript, summarize
-from memmatrix.stamp import fingerprint
-from memmatrix.verify import verify_result
+from memmatrix.protocols.scoring import score_transcript, summarize
+from memmatrix.result.stamp import fingerprint
+from memmatrix.evidence.verify import verify_result
 
 
 @pytest.fixture
@@ -184,8 +184,8 @@ def test_an_oracle_answer_edited_in_the_model_transcript_is_caught(config, tmp_p
 def test_the_oracle_of_a_system_outside_systems_is_found_through_its_folder(tmp_path, monkeypatch):
     """A system under a MEMMATRIX_SYSTEMS root is stamped with its adapter's absolute path; re-asking the oracle
     finds its folder (and its oracle module) by name, as the run did."""
-    from memmatrix.config import Config
-    from memmatrix.reask import oracle_for
+    from memmatrix.common.config import Config
+    from memmatrix.evidence.reask import oracle_for
     from conftest import ROOT
     monkeypatch.setenv("MEMMATRIX_SYSTEMS", str(ROOT / "tests" / "fixtures" / "systems"))
     config = Config.from_env()

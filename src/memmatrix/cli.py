@@ -13,17 +13,15 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .commands import (cmd_action, cmd_bisect, cmd_cases_generate, cmd_check_cases, cmd_claims, cmd_diff,
-                       cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report, cmd_rescore,
-                       cmd_sweep, cmd_systems, cmd_timeline)
-from .config import Config
-from .errors import MemmatrixError
+from .commands import (cmd_action, cmd_bisect, cmd_cases_generate, cmd_check_cases, cmd_claims, cmd_diff, cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report, cmd_rescore, cmd_sweep, cmd_systems, cmd_timeline)
+from .common.config import Config
+from .common.errors import MemmatrixError
 from .protocols import main_job_protocols, protocol_names
 from .runtimes import RUNTIMES
 
 
 def _systems(config: Config, wanted: list[str] | None) -> list[str]:
-    from .matrix import split_list
+    from .ci.matrix import split_list
     from .systems import known_systems, main_job_systems
     wanted = split_list(wanted)  # commas, spaces or newlines: "a, b" is two systems
     if wanted == ["all"]:
@@ -39,8 +37,8 @@ def _systems(config: Config, wanted: list[str] | None) -> list[str]:
 
 
 def cmd_run(ns: argparse.Namespace, config: Config) -> int:
-    from .artifacts import clean_stale
-    from .batch import Batch
+    from .result.artifacts import clean_stale
+    from .ci.batch import Batch
     from .systems import ensure_lock, resolve_system
 
     # everything a user must fix is found before anything starts
@@ -90,8 +88,8 @@ def _made_model_calls(where: Path) -> bool:
 def _closing(config: Config, out: Path, wrote: list[Path]) -> None:
     """How a run ends on the terminal: a line per result, the full report in a file, and whether the results
     match the committed matrix (when they were written anywhere else)."""
-    from .diff import diff
-    from .report import brief, render
+    from .publish.diff import diff
+    from .publish.report import brief, render
     print(f"memmatrix: {len(wrote)} result(s):\n{brief(wrote, config)}", file=sys.stderr)
     committed = config.home / "results"
     if not committed.is_dir() or out.resolve() == committed.resolve() or committed.resolve() in out.resolve().parents:
@@ -117,12 +115,12 @@ def _closing(config: Config, out: Path, wrote: list[Path]) -> None:
 
 
 def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
-    from .verify import find_results, verify_result
+    from .evidence.verify import find_results, verify_result
     bad = 0
     for path in find_results([Path(p) for p in ns.paths]):
         problems = verify_result(path, config)
         if not problems and ns.rerun:
-            from .rerun import rerun
+            from .evidence.rerun import rerun
             print(f"     {path}: verified; re-running it", flush=True)
             problems = [f"re-run: {p}" for p in rerun(path, config)]
         if problems:
@@ -132,13 +130,14 @@ def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
                 print(f"  - {p}")
         else:
             print(f"ok   {path}" + (" (re-run reproduced it)" if ns.rerun else ""))
-    from .private import check_record, records_in
+    from .ci.private import check_record
+    from .publish.privatesets import records_in
     for path in records_in([Path(p) for p in ns.paths]):  # private-set scores: the schema holds, nothing re-derives
         problems = check_record(path, config)
         bad += bool(problems)
         print(("FAIL " if problems else "ok   ") + str(path) + " (private-set scores: checked against the schema; "
               "re-deriving them needs the runs and the set)" + "".join(f"\n  - {p}" for p in problems))
-    from .history import check_history, find_histories
+    from .result.history import check_history, find_histories
     for path in find_histories([Path(p) for p in ns.paths]):  # what a sweep recorded beside its results
         problems = check_history(path, config)
         bad += bool(problems)
@@ -329,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
+        ns.cli = main  # the action's steps run other subcommands through it (ci/ never imports the CLI)
         return ns.func(ns, Config.from_env())
     except MemmatrixError as exc:
         print(f"memmatrix: error: {exc}", file=sys.stderr)

@@ -8,13 +8,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from .config import Config
-from .errors import MemmatrixError
+from .common.config import Config
+from .common.errors import MemmatrixError
 
 
 def cmd_rescore(ns: argparse.Namespace, config: Config) -> int:
-    from .rescore import RescoreRefused, rescore
-    from .verify import find_results
+    from .evidence.rescore import RescoreRefused, rescore
+    from .evidence.verify import find_results
     refused = 0
     for path in find_results([Path(p) for p in ns.paths]):
         try:
@@ -26,8 +26,8 @@ def cmd_rescore(ns: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_repack(ns: argparse.Namespace, config: Config) -> int:
-    from .repack import repack
-    from .verify import find_results, verify_result
+    from .evidence.repack import repack
+    from .evidence.verify import find_results, verify_result
     bad = 0
     for path in find_results([Path(p) for p in ns.paths]):
         what = repack(path, config)
@@ -38,17 +38,17 @@ def cmd_repack(ns: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_private(ns: argparse.Namespace, config: Config) -> int:
-    from .private import record
-    from .verify import find_results
+    from .ci.private import record
+    from .evidence.verify import find_results
     for f in record(find_results([Path(p) for p in ns.paths]), config, Path(ns.into) if ns.into else None):
         print(f"memmatrix: recorded in {f}")
     return 0
 
 
 def cmd_report(ns: argparse.Namespace, config: Config) -> int:
-    from .report import render
+    from .publish.report import render
     if ns.html:
-        from .site import write_site
+        from .publish.site import write_site
         index = write_site([Path(p) for p in ns.paths], Path(ns.html), config)
         print(f"memmatrix: wrote the site; open {index}", file=sys.stderr)
         if not ns.output:
@@ -64,7 +64,7 @@ def cmd_report(ns: argparse.Namespace, config: Config) -> int:
 
 def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
     import json
-    from .diff import diff
+    from .publish.diff import diff
     report = diff([Path(ns.old)], [Path(ns.new)], config, across_versions=ns.across_versions)
     sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n" if ns.json else report.render())
     if not report.compared:
@@ -74,15 +74,16 @@ def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
 
 
 def _batch(ns: argparse.Namespace, config: Config):
-    from .batch import Batch
+    from .ci.batch import Batch
     return Batch.from_args(config, protocol=ns.protocol, cases=ns.cases, runtime=ns.runtime, out=ns.out, seed=ns.seed,
                            no_judge=ns.no_judge, option=ns.option, replace=False)
 
 
 def cmd_sweep(ns: argparse.Namespace, config: Config) -> int:
-    from .history import Measurer, bisect, history_file, save_history, start_history, sweep
-    from .releases import select
-    from .stamp import now_utc
+    from .ci.sweep import Measurer, bisect, start_history, sweep
+    from .result.history import history_file, save_history
+    from .common.releases import select
+    from .result.stamp import now_utc
     batch = _batch(ns, config)
     history, ranges = start_history(ns.system, config, batch.out)
     versions = select(ns.versions, [r["version"] for r in history["releases"]], ranges)
@@ -104,8 +105,9 @@ def cmd_sweep(ns: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_bisect(ns: argparse.Namespace, config: Config) -> int:
-    from .history import Measurer, bisect, history_file, load_history, save_history
-    from .releases import Ranges
+    from .ci.sweep import Measurer, bisect
+    from .result.history import history_file, load_history, save_history
+    from .common.releases import Ranges
     from .systems import load_system_yaml, resolve_system
     batch = _batch(ns, config)
     spec = resolve_system(ns.system, config)
@@ -124,7 +126,7 @@ def cmd_bisect(ns: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_timeline(ns: argparse.Namespace, config: Config) -> int:
-    from .timeline import render
+    from .publish.timeline import render
     base = Path(ns.output).parent if ns.output else Path.cwd()
     text = render(Path(ns.out), config, ns.system, base=base)
     if ns.output:
@@ -137,10 +139,10 @@ def cmd_timeline(ns: argparse.Namespace, config: Config) -> int:
 def cmd_claims(ns: argparse.Namespace, config: Config) -> int:
     import json
     import os
-    from .claims import changes, evaluate, load_claims, load_json, measured
-    from .claimsview import markdown
-    from .verify import find_results
-    from .errors import ConfigError
+    from .publish.claims import changes, evaluate, load_claims, load_json, measured
+    from .publish.claimsview import markdown
+    from .evidence.verify import find_results
+    from .common.errors import ConfigError
     if ns.fail_on_change and not ns.baseline:
         raise ConfigError("--fail-on-change compares with an earlier status: pass --baseline FILE (a --json output)")
     folder = Path(ns.claims) if ns.claims else config.home / "claims"
@@ -165,14 +167,14 @@ def cmd_claims(ns: argparse.Namespace, config: Config) -> int:
 
 def cmd_plan(ns: argparse.Namespace, config: Config) -> int:
     import json
-    from .matrix import plan
+    from .ci.matrix import plan
     entries = plan(config, ns.system, ns.protocol, ns.runtime, every_version=ns.every_version)
     print(json.dumps({"include": entries}, separators=(",", ":")))
     return 0
 
 
 def cmd_merge(ns: argparse.Namespace, config: Config) -> int:
-    from .matrix import merge
+    from .ci.matrix import merge
     merged = merge(Path(ns.dest), [Path(p) for p in ns.sources], config)
     print(f"memmatrix merge: {len(merged)} run(s) verified and merged into {ns.dest}", file=sys.stderr)
     for run in merged:
@@ -181,8 +183,8 @@ def cmd_merge(ns: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_action(ns: argparse.Namespace, config: Config) -> int:
-    from .action import STEPS
-    return STEPS[ns.step](config)
+    from .ci.action import STEPS
+    return STEPS[ns.step](config, ns.cli)
 
 
 def cmd_systems(ns: argparse.Namespace, config: Config) -> int:
@@ -232,7 +234,7 @@ def cmd_check_cases(ns: argparse.Namespace, config: Config) -> int:
 
 def cmd_plots(ns: argparse.Namespace, config: Config) -> int:
     """Draw every plot the results have data for; each file is named on its own line."""
-    from .plots import write_plots
+    from .publish.plots import write_plots
     written = write_plots([Path(p) for p in ns.paths], Path(ns.out))
     for path in written:
         print(f"wrote {path}")
@@ -244,7 +246,7 @@ def cmd_plots(ns: argparse.Namespace, config: Config) -> int:
 def cmd_cases_generate(ns: argparse.Namespace, config: Config) -> int:
     """Generate a case file from its spec; with --check, only say whether the committed file is what it makes."""
     import json
-    from .casegen import generate, load_spec, output_path
+    from .cases.generate import generate, load_spec, output_path
     from .cases import load_cases
     from .protocols import get_protocol
     spec = load_spec(Path(ns.spec))

@@ -17,7 +17,7 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import OracleModuleError
+from ..common.errors import OracleModuleError
 
 _FIX = "it runs in memmatrix's environment: import only the standard library and memmatrix.model.dialects.common"
 

@@ -18,16 +18,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import requests
 
 from ..adapterkit import stop_serving
-from ..canon import sha256_json
-from ..errors import OracleModuleError
+from ..common.canon import sha256_json
+from ..common.errors import OracleModuleError
 from .dialects.common import Reply, approx_tokens, chat_completion, response_object
 from .dialectsource import DialectSource, load_dialects
 from .embed import encode_base64, make_embedder
 from .gold import GoldIndex
 from .oracle import Oracle
 from .record import ModelRecorder
-from .serving import (TOKEN_RENDERING, BadRequest, EventStream, completion_events, embedding_inputs, include_usage,
-                      models_answer, unstreamed)
+from .serving import (TOKEN_RENDERING, BadRequest, EventStream, completion_events, embedding_inputs, include_usage, models_answer, unstreamed)
 from .settings import STALL_S, GatewaySettings
 from .upstream import Replay, ReplayMiss, UpstreamError, forward, normalize_request
 

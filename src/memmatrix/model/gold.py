@@ -10,21 +10,9 @@ with another case's fact.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from ..tokens import contains
-
-_ESCAPES = (("\\\"", '"'), ("\\'", "'"), ("\\n", " "), ("\\t", " "))
-_SPACE = re.compile(r"\s+")
-
-
-def norm(text: str) -> str:
-    """Case-folded, whitespace-collapsed, JSON/Python escapes undone: how prompts quote messages."""
-    for a, b in _ESCAPES:
-        text = text.replace(a, b)
-    return _SPACE.sub(" ", text).strip().casefold()
-
+from ..common.tokens import contains, norm  # noqa: F401  (norm: re-exported for the dialects)
 
 @dataclass(frozen=True)
 class GoldWrite:

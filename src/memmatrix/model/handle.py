@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import requests
 
-from ..errors import RuntimeFailure
+from ..common.errors import RuntimeFailure
 
 from .dialectsource import DialectSource
 from .gateway import Gateway, adapter_models

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from ..canon import canonical, sha256_json
+from ..common.canon import canonical, sha256_json
 
 
 class ModelRecorder:
@@ -45,7 +45,7 @@ class ModelRecorder:
 
     def cost(self, rows: list[dict] | None = None) -> dict:
         """Calls and tokens per adapter operation and in total: the cost column nobody reports."""
-        from ..derive import model_cost
+        from .cost import model_cost
         return model_cost(self.ordered() if rows is None else rows, self.mode)
 
     def latency(self) -> dict:
@@ -53,5 +53,5 @@ class ModelRecorder:
             v = sorted(self.latency_ms)
         if not v:
             return {"calls": 0}
-        from ..overhead import percentiles
+        from ..common.stats import percentiles
         return {"calls": len(v), **percentiles(v)}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 
 MODES = ("oracle", "proxy", "replay")
 

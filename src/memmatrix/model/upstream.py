@@ -9,14 +9,14 @@ from pathlib import Path
 
 import requests
 
-from ..canon import canonical, read_text, sha256_bytes, sha256_json
+from ..common.canon import canonical, read_text, sha256_bytes, sha256_json
 from .settings import GatewaySettings
 
 
 def normalize_request(body: dict) -> dict:
     """Wall-clock times in a prompt (a system may write today's date, or its memories' stamps) become ~wallclock,
     a bare wall-clock date ~today, so runs on different days record equal requests."""
-    from ..transcript import _DATETIME, wall_dates as window
+    from ..common.patterns import _DATETIME, wall_dates as window
     text = canonical(body)
     days = window()
     text = _DATETIME.sub(lambda m: "~wallclock" if m.group(1) in days else m.group(0), text)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..common.errors import ConfigError
 from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, VERDICTS, Cell, EvalProtocol, StepDef
 from .boundaries import BoundariesProtocol
 from .concurrency import ConcurrencyProtocol

@@ -22,7 +22,7 @@ that a later, unrelated turn carries to the model.
 
 from __future__ import annotations
 
-from ..tokens import contains
+from ..common.tokens import contains
 from .base import ERROR, FAIL, PASS, SKIP, Cell, EvalProtocol, StepDef, describe_error, group_ops
 from .observe import holds, sight
 from .stages import DELIVERED, NOT_DELIVERED

@@ -89,7 +89,7 @@ class ConcurrencyProtocol(EvalProtocol):
         return problems
 
     def generated_problems(self, case: dict) -> list[str]:
-        from ..caserules import case_problems
+        from ..cases.rules import case_problems
         return case_problems(case)
 
     def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:

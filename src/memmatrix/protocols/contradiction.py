@@ -71,7 +71,7 @@ class ContradictionProtocol(EvalProtocol):
         return validate_contradiction_case(case)
 
     def generated_problems(self, case: dict) -> list[str]:
-        from ..caserules import case_problems
+        from ..cases.rules import case_problems
         return case_problems(case, words=("current",) if case["shape"] == "polarity" else ())  # "quit" is a word
 
     def score_case(self, header: dict, records: list[dict], capabilities: dict) -> list[Cell]:

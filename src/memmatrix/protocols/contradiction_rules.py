@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tokens import contains
+from ..common.tokens import contains
 
 SHAPES = ("replacement", "polarity", "retraction", "partial", "bounded")
 ORDER = ("setup", "contradict", "now", "jobs", "after-jobs", "derived", "reimport", "after-reimport", "undo",

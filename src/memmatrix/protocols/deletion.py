@@ -9,8 +9,8 @@ question and the value itself, matched as whole tokens.
 
 from __future__ import annotations
 
-from ..tokens import found_in, tokens
-from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops
+from ..common.tokens import found_in, tokens
+from .base import (ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops)
 from .observe import evidence, probe_polls, sight
 from .stages import NOT_RETRIEVED, NOT_STORED, OPERATION, trail
 
@@ -88,7 +88,7 @@ class DeletionProtocol(EvalProtocol):
 
     # ---------------------------------------------------------------- validation
     def validate_case(self, case: dict) -> list[str]:
-        from ..caserules import case_problems
+        from ..cases.rules import case_problems
         from .deletion_rules import validate_deletion_case
         return validate_deletion_case(case, self) + case_problems(case)  # every target is a canary to remember
 

@@ -6,7 +6,7 @@ negative assertion has a present control, the baseline probe precedes the final 
 
 from __future__ import annotations
 
-from ..tokens import contains
+from ..common.tokens import contains
 
 STEP_KEYS = [str(n) for n in range(1, 14)]
 

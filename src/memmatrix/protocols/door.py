@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from ..tokens import contains
+from ..common.tokens import contains
 from .base import ERROR, FAIL, PASS, SKIP, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops
 from .observe import sight, wordings
 from .stages import DELIVERED, trail

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tokens import contains
+from ..common.tokens import contains
 
 #: shape -> the (op, step) pairs its scorer reads, each required
 NEEDS = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..tokens import found_in
+from ..common.tokens import found_in
 from .base import ERROR, FAIL, PASS, SKIP, OpRecords, describe_error
 from .observe import holds, items_holding, not_current as qualified
 from .stages import DELIVERED, NOT_RETRIEVED

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from ..tokens import found_in, tokens
+from ..common.tokens import found_in, tokens
 from .base import OpRecords
 
 #: ``status`` values that say an item is no longer current.

@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 import re
 
-from ..tokens import contains, tokens
-from .base import ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops
+from ..common.tokens import contains, tokens
+from .base import (ERROR, FAIL, PASS, SKIP, UNSUPPORTED, Cell, EvalProtocol, OpRecords, StepDef, describe_error, group_ops)
 from .observe import holds, items_holding, not_current, probe_hits, sight
 from .stages import DELIVERED, NOT_RETRIEVED, trail
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tokens import contains
+from ..common.tokens import contains
 
 #: shape -> (targets it must have, the op steps it must have, in this order)
 SHAPES = {

@@ -10,8 +10,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-from ..config import Config
-from ..errors import ConfigError
+from ..common.config import Config
+from ..common.errors import ConfigError
 from ..systems import SystemSpec
 from .base import Runtime
 

@@ -7,9 +7,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..config import Config
+from ..common.config import Config
 from ..systems import SystemSpec
-from ..wire import Endpoint
+from ..exchange.wire import Endpoint
 from .procs import make_scratch
 
 

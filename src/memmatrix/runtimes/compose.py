@@ -33,11 +33,11 @@ import yaml
 from testcontainers.compose import DockerCompose
 
 from .. import __version__
-from ..canon import sha256_bytes
-from ..errors import RuntimeFailure
+from ..common.canon import sha256_bytes
+from ..common.errors import RuntimeFailure
 from ..model.handle import ADAPTER_KEY, RemoteGateway
 from ..model.gateway import adapter_models
-from ..wire import HttpEndpoint
+from ..exchange.wire import HttpEndpoint
 from . import reaper
 from .base import Runtime
 from .procs import DOCKER_VARIABLES, declared_env, die_with_this_process, passed_env, start_time

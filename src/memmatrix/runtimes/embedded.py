@@ -21,8 +21,8 @@ from pathlib import Path
 import requests
 
 from .. import adapterkit
-from ..errors import AdapterError
-from ..wire import HttpEndpoint
+from ..common.errors import AdapterError
+from ..exchange.wire import HttpEndpoint
 from .base import Runtime
 from .procs import declared_env, die_with_this_process, kill_snapshot, passed_env, snapshot_tree
 

@@ -6,8 +6,8 @@ import sys
 
 from .. import adapterkit
 from ..adapterkit import AdapterLoadError, load_adapter_class
-from ..errors import AdapterError
-from ..wire import InProcessEndpoint
+from ..common.errors import AdapterError
+from ..exchange.wire import InProcessEndpoint
 from .base import Runtime
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from .. import adapterkit
-from ..errors import RuntimeFailure
+from ..common.errors import RuntimeFailure
 
 #: Passed from memmatrix's environment to every adapter process: locale, paths and certificate
 #: locations, nothing that authenticates. Anything else must be declared by the system.

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...tokens import contains
+from ...common.tokens import contains
 from ..embed import HashEmbedder
 from ..gold import GoldIndex, norm
 

@@ -1,0 +1,155 @@
+"""The steps of the composite action: action.yml runs ``memmatrix action STEP`` for each.
+
+Inputs arrive only as ``MM_*`` environment variables (action.yml maps every ``${{ inputs.* }}`` through
+``env:``, never into shell text); what a step hands on goes through the runner's files: GITHUB_OUTPUT,
+GITHUB_ENV, GITHUB_PATH and GITHUB_STEP_SUMMARY. tests/test_action.py runs action.yml in a runner emulation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..common.config import Config
+from ..publish.diff import diff
+from ..common.errors import ConfigError
+from .matrix import artifact_name, split_list
+
+FAIL_ON = ("regression", "claims", "none")
+
+
+def _env(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def _append(var: str, line: str) -> None:
+    path = os.environ.get(var)
+    if not path:
+        raise ConfigError(f"{var} is not set: `memmatrix action` runs inside a GitHub Actions step")
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line if line.endswith("\n") else line + "\n")
+
+
+def output(key: str, value: str) -> None:
+    _append("GITHUB_OUTPUT", f"{key}={value}")
+
+
+def fail_on() -> set[str]:
+    words = set(split_list([_env("MM_FAIL_ON", "regression")]))
+    bad = sorted(words - set(FAIL_ON))
+    if bad:
+        raise ConfigError(f"fail-on names {bad[0]!r}; use regression, claims (both: \"regression, claims\") or none")
+    return words
+
+
+def _started(results: str) -> bool:
+    """Did this job's run step get past the action's checks and leave results?"""
+    return _env("MM_STARTED") == "true" and any(Path(results).rglob("result.json"))
+
+
+def step_install(config: Config, cli) -> int:
+    """After pip installed memmatrix into its virtualenv: put it on PATH, and key the cache by the locks."""
+    _append("GITHUB_PATH", str(Path(sys.executable).parent))
+    _append("GITHUB_ENV", f"MEMMATRIX_HOME={config.home}")
+    digest = hashlib.sha256()
+    for path in sorted((config.home / "systems").rglob("*")):
+        if path.is_file() and (path.name == "system.yaml" or path.parent.name == "locks"):
+            digest.update(f"{path.relative_to(config.home).as_posix()}\0".encode() + path.read_bytes())
+    output("locks", digest.hexdigest()[:16])
+    return 0
+
+
+def step_run(config: Config, cli) -> int:
+    systems, protocols = split_list([_env("MM_SYSTEMS")]), split_list([_env("MM_PROTOCOLS")])
+    runtime, results, baseline = _env("MM_RUNTIME", "embedded"), _env("MM_RESULTS"), _env("MM_BASELINE")
+    # first: the upload step names its artifact by it even when this step stops at a wrong input
+    output("artifact", _env("MM_ARTIFACT") or artifact_name("+".join(systems), "+".join(protocols), runtime))
+    if not systems:
+        raise ConfigError('the systems input is empty; give system names or "all"')
+    if not protocols:
+        raise ConfigError("the protocols input is empty; give e.g. deletion")
+    if not results:
+        raise ConfigError("the results input is empty; name the folder results are written to")
+    output("results", results)
+    if baseline:  # the run must never write into what it is compared with
+        res, base = Path(results).resolve(), Path(baseline).resolve()
+        if res == base or base in res.parents or res in base.parents:
+            raise ConfigError(f"results ({results}) and baseline ({baseline}) overlap: the run would overwrite what "
+                              "it is compared with; set results to another folder")
+    own = _env("MM_SYSTEMS_DIR")
+    if own:
+        if not Path(own).is_dir():
+            raise ConfigError(f"systems-dir {own} is not a folder; point it at the folder holding your system folders")
+        roots = os.pathsep.join([str(Path(own).resolve()), str(config.home / "systems")])
+        os.environ["MEMMATRIX_SYSTEMS"] = roots
+        _append("GITHUB_ENV", f"MEMMATRIX_SYSTEMS={roots}")
+    model = _env("MM_MODEL", "oracle")
+    if model in ("oracle", "proxy"):
+        os.environ["MEMMATRIX_MODEL_MODE"] = model
+    elif model.startswith("replay:") and len(model) > len("replay:"):
+        os.environ.update(MEMMATRIX_MODEL_MODE="replay", MEMMATRIX_MODEL_REPLAY=model[len("replay:"):])
+    else:
+        raise ConfigError(f"model {model!r} is not oracle, proxy or replay:PATH")
+    fail_on()  # a wrong fail-on is found before anything runs
+    output("started", "true")  # past the action's own checks: what is in results is this run's
+    args = [a for s in systems for a in ("--system", s)] + [a for p in protocols for a in ("--protocol", p)]
+    return cli_run(cli, "run", *args, "--runtime", runtime, "--out", results)
+
+
+def step_verify(config: Config, cli) -> int:
+    return cli_run(cli, "verify", _env("MM_RESULTS"))
+
+
+def step_report(config: Config, cli) -> int:
+    results = _env("MM_RESULTS")
+    if not _started(results):
+        _append("GITHUB_STEP_SUMMARY", f"## memmatrix\n\nThe run step wrote no result into `{results}`: its log "
+                                       "above says why.\n")
+        print(f"memmatrix action: the run step wrote no result into {results}; its log says why", file=sys.stderr)
+        return 1
+    out = Path(_env("RUNNER_TEMP", ".")) / "memmatrix-report.md"
+    rc = cli_run(cli, "report", results, "--output", str(out))
+    _append("GITHUB_STEP_SUMMARY", out.read_text(encoding="utf-8"))
+    output("summary", str(out))
+    return rc
+
+
+def step_claims(config: Config, cli) -> int:
+    results, baseline = _env("MM_RESULTS"), _env("MM_CLAIMS_BASELINE")
+    gate = "claims" in fail_on()
+    if gate and not baseline:
+        raise ConfigError("fail-on names claims but claims-baseline is empty; give the claims JSON of an earlier run")
+    if not _started(results):
+        return 0  # the report step said why
+    temp = Path(_env("RUNNER_TEMP", "."))
+    args = [results, "--json", str(temp / "memmatrix-claims.json"), "--output", str(temp / "memmatrix-claims.md")]
+    if baseline:
+        args += ["--baseline", baseline] + (["--fail-on-change"] if gate else [])
+    output("claims", str(temp / "memmatrix-claims.json"))
+    rc = cli_run(cli, "claims", *args)
+    if (temp / "memmatrix-claims.md").exists():
+        _append("GITHUB_STEP_SUMMARY", (temp / "memmatrix-claims.md").read_text(encoding="utf-8"))
+    return rc
+
+
+def step_diff(config: Config, cli) -> int:
+    results, baseline = _env("MM_RESULTS"), _env("MM_BASELINE")
+    gate = "regression" in fail_on()
+    temp = Path(_env("RUNNER_TEMP", "."))
+    output("regressions", str(temp / "memmatrix-regressions.json"))
+    report = diff([Path(baseline)], [Path(results)], config)  # an error is something to fix (exit 2)
+    (temp / "memmatrix-regressions.json").write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    _append("GITHUB_STEP_SUMMARY", report.render())
+    return report.exit_code if gate else 0  # 1: a regression; 3: nothing was comparable, which never passes a gate
+
+
+def cli_run(cli, *args: str) -> int:
+    """Run another memmatrix subcommand in this process (``cli``: the CLI's main, handed in by ``memmatrix action``)."""
+    return cli(list(args))
+
+
+STEPS = {"install": step_install, "run": step_run, "verify": step_verify, "report": step_report,
+         "claims": step_claims, "diff": step_diff}

@@ -1,0 +1,1 @@
+"""memmatrix.evidence"""

@@ -1,0 +1,112 @@
+"""``memmatrix verify --rerun``: execute a run again from its stamp and compare what it recorded.
+
+verify proves that a result agrees with its transcript and its inputs; only a re-run shows the
+system still behaves as recorded. The stamp names everything needed: the system and version (its
+adapter and lock checked by sha256), the protocol, the case file (by sha256), the runtime, the
+options, the seed, the model, the judge and the limits. An oracle run is re-run on the oracle; a
+proxy or replay run is re-run by replaying its own model transcript (no key, no cost), and then
+the adapter exchanges are compared (the run header names the model, so it differs).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from .bindings import find_case_file
+from ..common.canon import read_text, sha256_file, sha256_tree
+from ..cases import load_cases
+from ..common.config import Config
+from ..common.errors import MemmatrixError
+from ..model import GatewaySettings
+from ..protocols import get_protocol
+from ..run.request import RunRequest
+from ..systems import ensure_lock, recorded_system
+from .verify import load_result
+
+
+def _gateway(stamp: dict, folder: Path, result: dict) -> GatewaySettings:
+    model = stamp["model"]
+    if model["mode"] == "oracle":
+        ablation = (model.get("oracle_version") or "").partition("+")[2]
+        emb = model.get("embedding_model") or ""
+        if emb.startswith("feature-hash-v1-"):
+            return GatewaySettings(ablation=ablation, embedder="hash", embed_dims=int(emb.rsplit("-", 1)[1]))
+        return GatewaySettings(ablation=ablation, embedder="minilm")
+    recording = folder / result["model_transcript"]["file"]
+    return GatewaySettings(mode="replay", replay=recording)
+
+
+def _system(stamp: dict, config: Config):
+    sysd = stamp["system"]
+    spec = recorded_system(sysd, config)
+    if sha256_file(spec.adapter_file) != sysd["adapter_sha256"]:
+        raise MemmatrixError(f"the adapter {sysd['adapter']} changed since the run (sha256 differs): a re-run would "
+                             "measure another adapter; check out the commit in the stamp")
+    if sysd.get("code_sha256") and spec.folder is not None and sha256_tree(spec.folder) != sysd["code_sha256"]:
+        raise MemmatrixError(f"the folder of {sysd['name']} (adapter, its modules, oracle or system.yaml) changed since "
+                             "the run (code_sha256 differs): a re-run would measure other code; check out the commit "
+                             "in the stamp")
+    spec = ensure_lock(spec, config)  # a swept release's generated lock (cached, or made again from its input)
+    if spec.lock_sha256 != sysd.get("lock_sha256"):
+        raise MemmatrixError(f"the lock file of {sysd['name']} {sysd['version']} changed since the run")
+    return spec
+
+
+def first_difference(old: str, new: str) -> str:
+    a, b = old.splitlines(), new.splitlines()
+    for n, (x, y) in enumerate(zip(a, b), 1):
+        if x != y:
+            at = next(i for i, (p, q) in enumerate(zip(x, y)) if p != q) if any(p != q for p, q in zip(x, y)) \
+                else min(len(x), len(y))
+            return f"line {n} first differs at character {at}: recorded …{x[max(0, at - 60):at + 60]}… now " \
+                   f"…{y[max(0, at - 60):at + 60]}…"
+    return f"the recorded text has {len(a)} lines, the re-run {len(b)}"
+
+
+def rerun(path: Path, config: Config) -> list[str]:
+    """Re-execute the run behind ``path`` (a result.json); the problems, if what it records differs."""
+    from ..run.runner import execute
+    path = Path(path)
+    result = load_result(path, config)
+    stamp = result["stamp"]
+    if any(v == "~redacted" for v in stamp["system"].get("options", {}).values()):
+        return ["the run had a secret option, which the stamp does not keep: it cannot be re-run from the stamp"]
+    protocol = get_protocol(stamp["protocol"]["name"])
+    cases_file = find_case_file(stamp, config)
+    if cases_file is None:
+        return [f"the case file {stamp['dataset']['path']} is not in this checkout at the recorded sha256"]
+    try:
+        spec = _system(stamp, config)
+    except MemmatrixError as exc:
+        return [str(exc)]
+    limits = stamp.get("limits", {})
+    cfg = config.with_(call_timeout_s=limits.get("call_timeout_s", config.call_timeout_s),
+                       settle_timeout_s=limits.get("settle_timeout_s", config.settle_timeout_s))
+    gateway = _gateway(stamp, path.parent, result)
+    with tempfile.TemporaryDirectory(prefix="memmatrix-rerun-") as tmp:
+        req = RunRequest(spec=spec, protocol=protocol, cases=load_cases(cases_file, cfg, protocol),
+                         runtime=stamp["runtime"]["name"], out=Path(tmp), seed=stamp["seed"], gateway=gateway,
+                         judge=stamp.get("judge") is not None, options=dict(stamp["system"].get("options", {})),
+                         default_cases=True, replace=True)
+        where = execute(req, cfg)
+        return _compare(path.parent, result, where, load_result(where / "result.json"))
+
+
+def _compare(old_dir: Path, old: dict, new_dir: Path, new: dict) -> list[str]:
+    problems = []
+    replayed = old["stamp"]["model"]["mode"] != "oracle"
+    a, b = read_text(old_dir / old["transcript"]["file"]), read_text(new_dir / new["transcript"]["file"])
+    if replayed:  # the run header names the model that answered, which a replay changes
+        a, b = a.split("\n", 1)[1], b.split("\n", 1)[1]
+    if a != b:
+        problems.append(f"the re-run's transcript differs: {first_difference(a, b)}")
+    if not replayed and old.get("model_transcript") and new.get("model_transcript"):
+        if old["model_transcript"]["sha256"] != new["model_transcript"]["sha256"]:
+            problems.append("the re-run's model transcript differs: " + first_difference(
+                read_text(old_dir / old["model_transcript"]["file"]), read_text(new_dir / new["model_transcript"]["file"])))
+    for c_old, c_new in zip(old["cases"], new["cases"]):
+        for x, y in zip(c_old["cells"], c_new["cells"]):
+            if x["verdict"] != y["verdict"]:
+                problems.append(f"case {c_old['id']} step {x['step']}: recorded {x['verdict']}, re-run {y['verdict']}")
+    return problems

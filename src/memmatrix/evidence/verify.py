@@ -1,0 +1,153 @@
+"""``memmatrix verify``: a number that cannot be re-derived from its artifact is a bug.
+
+For every result.json: validate it against its schema; recompute the hashes of its transcripts
+(over their canonical uncompressed lines); check that the transcript's run header names exactly
+what the stamp says (system, version, adapter, runtime, options, model, judge, limits); that its
+steps are the protocol's; that the case file it names is in this checkout at that sha256 and the
+transcript holds exactly its cases and ops, in order; then re-score every case from the transcript
+alone and re-derive the summary, findings, cost, the judge's accuracy and the fingerprint. Every
+difference is reported, naming the file and what disagrees; none is forgiven.
+
+What it cannot prove: that the system behaves as recorded. A self-consistent transcript written
+by hand re-derives. ``memmatrix verify --rerun`` re-executes a deterministic run and compares
+hashes; that is the only proof of behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..result import derive
+from ..common import schemas
+from .bindings import check_bindings
+from ..common.canon import read_text, sha256_bytes
+from ..common.config import Config
+from ..result.costs import derive_costs
+from ..common.errors import ConfigError, MemmatrixError
+from ..protocols import get_protocol
+from ..protocols.scoring import recorded_capabilities, score_transcript, summarize
+from ..result.stamp import fingerprint, scoring_version
+from ..exchange.transcript import read_lines
+
+
+def find_results(paths: list[Path]) -> list[Path]:
+    found: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_file() and p.name == "result.json":
+            found.append(p)
+        elif p.is_dir():
+            found.extend(sorted(q for q in p.rglob("result.json") if not any(part.startswith(".") for part in q.parts)))
+        else:
+            raise ConfigError(f"{p} is neither a result.json nor a folder holding results")
+    if not found:
+        raise ConfigError(f"no result.json under {', '.join(map(str, paths))}; run `memmatrix run` first")
+    return found
+
+
+def load_result(path: Path, config: Config | None = None) -> dict:
+    """A result.json, parsed; with ``config``, also checked against its schema (one clear error if not)."""
+    try:
+        result = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} cannot be read as JSON: {exc}") from None
+    if config is not None:
+        problems = schemas.errors(config.schemas_dir, "result", result)
+        if problems:
+            raise ConfigError(f"{path} is not a memmatrix result (schemas/result.schema.json {problems[0]}); "
+                              "regenerate it with `memmatrix run`")
+    return result
+
+
+def _artifact(folder: Path, entry: dict, what: str) -> tuple[str | None, list[str]]:
+    """The canonical text of a transcript the result names, or the problems with it."""
+    f = folder / entry["file"]
+    if not f.is_file():
+        return None, [f"the {what} {entry['file']} named by the result is missing"]
+    try:
+        text = read_text(f)
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
+        return None, [f"the {what} {entry['file']} cannot be read ({type(exc).__name__}: {exc})"]
+    problems = []
+    actual = sha256_bytes(text.encode())
+    if actual != entry["sha256"]:
+        problems.append(f"{entry['file']}: sha256 of its canonical lines is {actual}, the result records {entry['sha256']}")
+    if text.count("\n") != entry["records"]:
+        problems.append(f"{entry['file']} has {text.count(chr(10))} records, the result records {entry['records']}")
+    return text, problems
+
+
+def verify_result(path: Path, config: Config) -> list[str]:
+    """Every problem with one run directory; an empty list means it re-derives exactly."""
+    path = Path(path)
+    try:
+        result = load_result(path)
+    except ConfigError as exc:
+        return [str(exc)]
+    problems = schemas.errors(config.schemas_dir, "result", result)
+    if problems:
+        return [f"does not fit schemas/result.schema.json {p}" for p in problems]
+    text, problems = _artifact(path.parent, result["transcript"], "transcript")
+    if text is None:
+        return problems
+    model_records: list[dict] = []
+    if result.get("model_transcript") is not None:
+        mtext, more = _artifact(path.parent, result["model_transcript"], "model transcript")
+        problems += more
+        model_records = [json.loads(line) for line in (mtext or "").splitlines()]
+    try:
+        records = read_lines(path.parent / result["transcript"]["file"])
+        protocol = get_protocol(result["stamp"]["protocol"]["name"])
+        caps = recorded_capabilities(records)
+    except (MemmatrixError, ValueError, OSError) as exc:
+        return problems + [str(exc)]
+    stamp = result["stamp"]
+    if protocol.version != scoring_version(stamp):
+        return problems + [f"scored by {protocol.name} protocol {scoring_version(stamp)}; this memmatrix implements "
+                           f"{protocol.version}: verify with the memmatrix version in the stamp, or re-derive the "
+                           "cells with `memmatrix rescore` (which refuses if any verdict would change)"]
+    problems += check_bindings(path, result, records, model_records, protocol, caps, config)
+    rescored = score_transcript(protocol, records)
+    problems += compare_cases(result["cases"], rescored)
+    if summarize(protocol, rescored) != result["summary"]:
+        problems.append("the summary differs from the one recomputed from the transcript")
+    if protocol.measures(rescored) != result.get("measures"):
+        problems.append("the measures differ from those recomputed from the transcript's cells")
+    cost = derive.model_cost(model_records, stamp["model"]["mode"])
+    if cost != result.get("cost"):
+        problems.append("the cost differs from the one derived from the model transcript "
+                        f"(derived totals {cost['total']}, recorded {result.get('cost', {}).get('total')})")
+    if "costs" in result and derive_costs(records, cost) != result["costs"]:
+        problems.append("the costs differ from those derived from the transcripts")
+    findings = derive.run_findings(records, caps, stamp.get("limits", {})) + derive.model_findings(model_records, cost)
+    if findings != result["findings"]:
+        missing = [f for f in findings if f not in result["findings"]]
+        extra = [f for f in result["findings"] if f not in findings]
+        problems.append(f"the findings differ from those derived from the transcripts: missing {missing}, "
+                        f"not derivable {extra}")
+    if fingerprint(stamp) != stamp["fingerprint"]:
+        problems.append(f"the fingerprint {stamp['fingerprint']} does not match the stamp (recomputed {fingerprint(stamp)})")
+    return problems
+
+
+def compare_cases(stored: list[dict], rescored: list[dict]) -> list[str]:
+    problems = []
+    if [c["id"] for c in stored] != [c["id"] for c in rescored]:
+        return [f"cases differ: result has {[c['id'] for c in stored]}, transcript has {[c['id'] for c in rescored]}"]
+    for old, new in zip(stored, rescored):
+        if old == new:
+            continue
+        cells_new = {c["step"]: c for c in new["cells"]}
+        for cell in old["cells"]:
+            fresh = cells_new.get(cell["step"])
+            if fresh is None:
+                problems.append(f"case {old['id']} step {cell['step']}: not in the transcript's scoring")
+            elif fresh["verdict"] != cell["verdict"]:
+                problems.append(f"case {old['id']} step {cell['step']}: stored {cell['verdict']}, "
+                                f"the transcript gives {fresh['verdict']} ({fresh['reason'] or 'no reason'})")
+            elif fresh != cell:
+                problems.append(f"case {old['id']} step {cell['step']}: stored reason or checks differ from the transcript's")
+        if len(old["cells"]) != len(new["cells"]) or old["shape"] != new["shape"]:
+            problems.append(f"case {old['id']}: its cells or shape differ from the transcript's")
+    return problems

@@ -1,0 +1,6 @@
+"""The oracle's prompt-hygiene judge: deterministic rules, standard library only (the rules are stated in
+model/dialects/memmatrix.py; ``judge_hygiene`` is the entry)."""
+
+from .judgement import judge_hygiene
+
+__all__ = ["judge_hygiene"]

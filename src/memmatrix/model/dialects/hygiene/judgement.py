@@ -1,0 +1,91 @@
+"""The verdict: absent, qualified or unqualified, with the sentence that decided it (rule 5)."""
+
+from __future__ import annotations
+
+import bisect
+
+from .lexicon import _SUBTOKEN_RE
+from .text import _View, _contains, _sentences, _subtokens, _tokenize
+from .records import _object_spans, _record_pairs, _record_qualifier, _table_rows
+from .analysis import _Analysis
+
+
+# ------------------------------------------------------------------------------- the judgement
+
+def _value_spans(view: _View, value: str | None) -> list[tuple[int, int]]:
+    if not value:
+        return []
+    want = _subtokens(value)
+    if not want:
+        return []
+    subs: list[tuple[str, int]] = []
+    for i, t in enumerate(view.t):
+        if t.word:
+            subs.extend((s, i) for s in _SUBTOKEN_RE.findall(t.low))
+    n = len(want)
+    spans = []
+    for k in range(len(subs) - n + 1):
+        if [s for s, _ in subs[k:k + n]] == want:
+            spans.append((subs[k][1], subs[k + n - 1][1] + 1))
+    return spans
+
+
+def judge_hygiene(stale: str, current: str | None, text: str) -> tuple[str, str]:
+    """(verdict, reason) for one judge request: absent, qualified or unqualified."""
+    if not _subtokens(stale or ""):
+        return "absent", "the stale value has no letters or digits to look for"
+    if not _contains(text, stale):
+        return "absent", "the stale value does not appear"
+    toks = _tokenize(text)
+    objects = _object_spans(text)
+    tables = _table_rows(text)
+    table_starts = sorted(tables)
+    qualified: list[str] = []
+    bare: list[str] = []
+    seen = inside_current = 0
+    record_cache: dict[tuple[int, int], str | None] = {}
+    for idx in _sentences(toks):
+        view = _View(toks, idx)
+        stale_spans = _value_spans(view, stale)
+        if not stale_spans:
+            continue
+        cur_spans = [s for s in _value_spans(view, current)
+                     if not any(a <= s[0] and s[1] <= b and (b - a) >= (s[1] - s[0]) and (a, b) != s
+                                for a, b in stale_spans)] if current else []
+        analysis = _Analysis(view, stale_spans, cur_spans)
+        attached = analysis.attach()
+        sentence = view.text(0, view.n)
+        inside_current += sum(1 for a, _ in stale_spans if analysis.mentions.get(a, ("",))[0] != "stale")
+        for a, (kind, b) in sorted(analysis.mentions.items()):
+            if kind != "stale":
+                continue
+            seen += 1
+            char = view.t[a].start
+            why = None
+            rec = [s for s in objects if s[0] <= char < s[1]]
+            if rec:
+                inner = min(rec, key=lambda s: s[1] - s[0])
+                if inner not in record_cache:
+                    record_cache[inner] = _record_qualifier(_record_pairs(text[inner[0]:inner[1]]), stale)
+                if record_cache[inner]:
+                    why = f"its record says {record_cache[inner]}"
+            if why is None and table_starts:
+                k = bisect.bisect_right(table_starts, char)
+                row = table_starts[k - 1] if k else None
+                if row is not None and tables.get(row) and "\n" not in text[row:char]:
+                    why = f"its table row says {tables[row]}"
+            if why is None and a in attached:
+                op = attached[a][0]
+                why = f"{op.kind} qualifier {op.phrase!r}"
+            if why:
+                qualified.append(f"{why} in {sentence[:160]!r}")
+            else:
+                bare.append(sentence)
+    if seen == 0 and inside_current:
+        return "absent", "the stale value appears only inside the current value"
+    if seen == 0:  # found as tokens, but split across units: never call that absent
+        return "unqualified", "the stale value appears without any qualifier attached to it"
+    if bare:
+        more = f" (and {len(bare) - 1} more)" if len(bare) > 1 else ""
+        return "unqualified", f"presented as current, no qualifier attached: {bare[0][:200]!r}{more}"
+    return "qualified", f"every mention ({seen}) is qualified; first: {qualified[0][:300]}"

@@ -1,0 +1,250 @@
+"""``memmatrix report --html DIR``: the matrix as a static site that opens from the file system.
+
+No server and no CDN: every page, the stylesheet and the plots are files in DIR, linked relatively, so the site
+works from a downloaded artifact and on GitHub Pages alike, and every page forbids loading anything from
+elsewhere (a Content-Security-Policy of 'self'). Pages (Jinja2 templates in ``templates/``, autoescaped):
+
+- ``index.html``: one matrix per section of ``reportmodel`` (protocol version, case file, model), a row per
+  run, a colour per verdict, judged cells and the oracle's unanswered calls marked;
+- ``runs/<run>/index.html``: a run's stamp, capabilities (every UNSUPPORTED and emulated operation with its
+  reason), findings, costs, and its cases against the steps;
+- ``runs/<run>/<case>.html``: each cell's verdict and reason, and the exact transcript lines behind it (the
+  records of the ops its checks name, with their line numbers in the committed file) and the model calls made
+  during those ops;
+- ``timeline.html``: every setup measured at several releases, its cells release by release;
+- ``claims.html``: the vendor claims and their status; ``plots.html``: the cost plots, when matplotlib is there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from ..common.canon import read_text, stored_transcript
+from .reportmodel import SHORT, cells_of, sections, setup_label, step_name, unmatched
+from ..evidence.verify import find_results, load_result
+
+#: a transcript line longer than this is shown cut, with the number of characters left out; a model call's line
+#: (a whole prompt and its answer) is cut shorter: its summary says what it was, its number where it is whole
+LINE_CHARS, MODEL_LINE_CHARS = 4000, 600
+
+
+def _env() -> Environment:
+    env = Environment(loader=PackageLoader("memmatrix.publish", "templates"), autoescape=select_autoescape(["html", "j2"]),
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["short"] = lambda v: SHORT.get(v, v)
+    env.filters["id"] = id  # a result dict to its run's slug
+    return env
+
+
+def run_slug(path: Path, result: dict) -> str:
+    """A file name for a run: protocol, system, version, folder, and a hash of its path (two results folders may
+    hold the same setup)."""
+    s = result["stamp"]
+    raw = f"{s['protocol']['name']}-{s['system']['name']}-{s['system']['version']}-{path.parent.name}"
+    digest = hashlib.sha256(str(path.parent).encode()).hexdigest()[:6]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", raw) + f"-{digest}"
+
+
+def case_slug(case_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id)
+
+
+def _lines(folder: Path, name: str) -> list[str]:
+    f = stored_transcript(folder, name)
+    return read_text(f).splitlines() if f.is_file() else []
+
+
+def _cut(line: str, limit: int = LINE_CHARS) -> tuple[str, int]:
+    return (line, 0) if len(line) <= limit else (line[:limit], len(line) - limit)
+
+
+def _said(value, limit: int = 90) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def summary(rec: dict) -> str:
+    """One readable line for a transcript record: what was asked and what came back (the line itself follows)."""
+    kind = rec.get("kind")
+    if kind == "call":
+        args = rec.get("args") or {}
+        shown = ", ".join(f"{k}={_said(v, 60)}" for k, v in args.items() if k not in ("at", "config"))
+        if "error" in rec:
+            got = f"error: {_said((rec['error'] or {}).get('message', rec['error']))}"
+        else:
+            result = rec.get("result")
+            items = result.get("items") if isinstance(result, dict) else None
+            got = f"{len(items)} item(s)" if isinstance(items, list) else _said(result, 70)
+        return f"{rec.get('call')}({shown}) → {got}"
+    if kind == "op":
+        spec = rec.get("spec") or {}
+        return f"op {rec.get('index')}: {spec.get('op')}" + (f": {_said(spec['note'])}" if spec.get("note") else "")
+    if kind == "chat" or "endpoint" in rec:  # a model call
+        ctx = rec.get("context") or {}
+        return (f"{rec.get('kind')} {rec.get('endpoint', '')} during {ctx.get('call')}: dialect {rec.get('dialect', '—')}"
+                f", matched {rec.get('matched', '—')}")
+    return str(kind)
+
+
+def _evidence(case: dict, by_op: dict, model_by_op: dict, step_ops: dict) -> tuple[list[dict], list[dict]]:
+    """The cells, each with the ops its checks name (or, for a check naming none, the ops of the cell's step); and
+    those ops, each once, with their transcript lines and the model calls made during them."""
+    cells, named = [], {}
+    for cell in case["cells"]:
+        ops = list(dict.fromkeys(ch["op"] for ch in cell.get("checks", []) if isinstance(ch.get("op"), int)))
+        if cell.get("checks") and any(not isinstance(ch.get("op"), int) for ch in cell["checks"]):
+            ops += [op for op in sorted(step_ops.get(cell["step"], ())) if op not in ops]
+        cells.append({"cell": cell, "ops": ops})
+        for op in ops:
+            named.setdefault(op, {"op": op, "lines": by_op.get(op, []), "model": model_by_op.get(op, [])})
+    return cells, [named[op] for op in sorted(named)]
+
+
+def _index(lines: list[str], model: bool = False) -> tuple[dict, dict]:
+    """One pass over a transcript: case -> op -> [(line number, shown text, characters cut, summary)], and (for the
+    harness transcript) case -> step -> the op indexes recorded under that step. A model call's case and op are in
+    its ``context``."""
+    by_case: dict[str, dict[int, list]] = {}
+    steps: dict[str, dict[str, set]] = {}
+    limit = MODEL_LINE_CHARS if model else LINE_CHARS
+    for n, line in enumerate(lines, 1):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        ctx = rec.get("context") if model else rec
+        if not isinstance(ctx, dict):
+            continue
+        case, op = ctx.get("case"), ctx.get("index")
+        if case is None or not isinstance(op, int):
+            continue
+        by_case.setdefault(case, {}).setdefault(op, []).append((n, *_cut(line, limit), summary(rec)))
+        if not model and rec.get("kind") == "op":
+            steps.setdefault(case, {}).setdefault(str(rec.get("step")), set()).add(op)
+    return by_case, steps
+
+
+def grid(table: dict) -> tuple[list[str], list[tuple[str, list]]]:
+    """A dict of dicts (operation -> figures) as columns and rows, one level of nesting flattened ("chars p50")."""
+    rows, columns = [], []
+    for name, figures in table.items():
+        if not isinstance(figures, dict):
+            continue
+        flat = {}
+        for k, v in figures.items():
+            if isinstance(v, dict):
+                flat.update({f"{k} {kk}": vv for kk, vv in v.items() if not isinstance(vv, (dict, list))})
+            elif not isinstance(v, list):
+                flat[k] = v
+        columns += [c for c in flat if c not in columns]
+        rows.append((name, flat))
+    return columns, [(name, [flat.get(c, "") for c in columns]) for name, flat in rows]
+
+
+def cost_tables(result: dict) -> list[tuple[str, list[str], list]]:
+    """The run's cost columns as tables: latency per operation, the model's calls and tokens per operation, what
+    the door handed over, and the stores' size."""
+    costs, timings = result.get("costs") or {}, result.get("timings") or {}
+    out = []
+    for title, table in (("latency per adapter operation (ms)", timings.get("adapter_ms")),
+                         ("model calls and tokens per operation", costs.get("model")),
+                         ("what the door handed over", {"door": costs["door"]} if costs.get("door") else None),
+                         ("write-to-door lag (ms)", {"lag": timings["lag_ms"]} if timings.get("lag_ms") else None),
+                         ("the stores on disk (bytes)", {"disk": {k: v for k, v in timings["disk"].items()
+                                                                 if k != "per_case"}} if timings.get("disk") else None)):
+        if table:
+            columns, rows = grid(table)
+            if rows:
+                out.append((title, columns, rows))
+    return out
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _claims(results: list[tuple[Path, dict]], config) -> list[dict]:
+    from .claims import evaluate, load_claims, measured
+    folder = config.home / "claims"
+    if not folder.is_dir():
+        return []
+    return evaluate(load_claims(folder, config), measured([p for p, _ in results], config), config.home)
+
+
+def _timeline(results: list[tuple[Path, dict]], slugs: dict) -> list[dict]:
+    """Every setup measured at more than one release (same system, protocol, runtime and variant, case file): its
+    cells release by release, oldest first, so a cell's history reads down a column."""
+    from ..common.releases import version_key
+    groups: dict[tuple, dict] = {}
+    for p, r in results:
+        s = r["stamp"]
+        key = (s["system"]["name"], s["protocol"]["name"], setup_label(p, r), Path(s["dataset"]["path"]).stem)
+        groups.setdefault(key, {})[s["system"]["version"]] = r
+    out = []
+    for (system, protocol, setup, cases), by_version in sorted(groups.items()):
+        if len(by_version) < 2:
+            continue
+        order = sorted(by_version, key=version_key)
+        steps = by_version[order[-1]]["steps"]
+        out.append({"system": system, "protocol": protocol, "setup": setup, "cases": cases, "steps": steps,
+                    "rows": [{"version": v, "slug": slugs[id(by_version[v])], "cells": cells_of(by_version[v], steps),
+                              "unmatched": unmatched(by_version[v])} for v in order]})
+    return out
+
+
+def _plots(paths: list[Path], out: Path) -> list[str]:
+    from ..common.errors import ConfigError
+    from .plots import write_plots
+    try:
+        return [p.name for p in write_plots(paths, out / "plots")]
+    except ConfigError:  # matplotlib is an extra ('.[plots]'): without it the site has no plots page
+        return []
+
+
+def write_site(paths: list[Path], out: Path, config) -> Path:
+    """Write the site for the results under ``paths`` into ``out``; returns its index page."""
+    env = _env()
+    results = [(p, load_result(p, config)) for p in find_results(paths)]
+    secs = sections(results)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(Path(__file__).parent / "templates" / "site.css", out / "site.css")
+    slugs = {id(r): run_slug(p, r) for p, r in results}
+    for sec in secs:
+        for row in sec.rows:
+            slug = slugs[id(row.result)]
+            folder = row.path.parent
+            lines, mlines = _lines(folder, "transcript"), _lines(folder, "model-transcript")
+            (by_op, step_ops), (model_by_op, _) = _index(lines), _index(mlines, model=True)
+            files = {"transcript": row.result["transcript"]["file"],
+                     "model": (row.result.get("model_transcript") or {}).get("file")}
+            common = {"sec": sec, "row": row, "slug": slug, "root": "../../", "files": files, "artifact": folder}
+            _write(out / "runs" / slug / "index.html", env.get_template("run.html.j2").render(
+                **common, case_slug=case_slug, step_name=step_name, costs=cost_tables(row.result)))
+            for case in row.result["cases"]:
+                cid = case["id"]
+                cells, ops = _evidence(case, by_op.get(cid, {}), model_by_op.get(cid, {}), step_ops.get(cid, {}))
+                _write(out / "runs" / slug / f"{case_slug(cid)}.html", env.get_template("case.html.j2").render(
+                    **common, case=case, cells=cells, ops=ops, step_name=step_name))
+    claims = _claims(results, config)
+    plots = _plots(paths, out)
+    timeline = _timeline(results, slugs)
+    nav = {"claims": bool(claims), "plots": bool(plots), "timeline": bool(timeline)}
+    if timeline:
+        _write(out / "timeline.html", env.get_template("timeline.html.j2").render(timeline=timeline, root="", nav=nav))
+    if claims:
+        from .claims import STATUSES
+        _write(out / "claims.html", env.get_template("claims.html.j2").render(claims=claims, statuses=STATUSES, root="",
+                                                                               nav=nav))
+    if plots:
+        _write(out / "plots.html", env.get_template("plots.html.j2").render(plots=plots, root="", nav=nav))
+    index = out / "index.html"
+    _write(index, env.get_template("index.html.j2").render(sections=secs, slugs=slugs, root="", nav=nav,
+                                                          runs=len(results)))
+    return index
