@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 
 from memmatrix.cases import default_case_file, load_cases
-from memmatrix.config import Config
+from memmatrix.common.config import Config
 from memmatrix.protocols import get_protocol
-from memmatrix.run import RunRequest, execute
+from memmatrix.run.runner import RunRequest, execute
 from memmatrix.systems import resolve_system
 
 

@@ -25,10 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from memmatrix.adapterkit import CALL_MS_HEADER  # noqa: E402
-from memmatrix import schemas  # noqa: E402
-from memmatrix.loopback import Connection  # noqa: E402
-from memmatrix.transcript import Transcript  # noqa: E402
+from memmatrix.adapterkit import CALL_MS_HEADER
+from memmatrix.common import schemas
+from memmatrix.exchange.loopback import Connection
+from memmatrix.exchange.transcript import Transcript
 
 ADAPTER = '''
 class Door:
