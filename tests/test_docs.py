@@ -35,12 +35,92 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 
 def test_every_command_and_variable_is_documented():
+    """docs/cli.md and docs/configuration.md are generated from the parser and the variables: every command and
+    variable is in them while `memmatrix docs --check` passes (test_the_generated_docs_are_current)."""
+    cli, conf = (ROOT / "docs" / "cli.md").read_text(), (ROOT / "docs" / "configuration.md").read_text()
     commands = parser()._subparsers._group_actions[0].choices
     for name, sub in commands.items():
-        assert f"`memmatrix {name}" in README, f"README does not document `memmatrix {name}`"
-        assert sub.description or sub.format_help()
+        assert f"`memmatrix {name}`" in cli, f"docs/cli.md does not document `memmatrix {name}`"
+        assert sub.format_help()
     for var in {**VARIABLES, **MODEL_VARIABLES}:
-        assert f"`{var}`" in README, f"README does not document {var}"
+        assert f"`{var}`" in conf, f"docs/configuration.md does not document {var}"
+
+
+DOC_PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "research" not in p.parts)]
+
+
+def test_the_generated_docs_are_current(config):
+    from memmatrix.publish.docs import update
+    stale = update(config, parser(), check=True)
+    assert stale == [], f"stale generated docs: {[str(p.relative_to(ROOT)) for p in stale]}; run `memmatrix docs`"
+
+
+def test_the_readme_is_a_front_door():
+    assert len(README.splitlines()) < 250
+    linked = set(re.findall(r"\]\((docs/[^)#]+)", README))
+    pages = {p.relative_to(ROOT).as_posix() for p in DOC_PAGES if p.parent.name != "research" and p.name != "README.md"}
+    assert pages - linked - {"docs/evidence"} <= set(), f"pages the README does not link: {sorted(pages - linked)}"
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    for page in DOC_PAGES:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = (page.parent / target.split("#")[0]).resolve()
+            if not path.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert broken == []
+
+
+COMMAND = re.compile(r"^\s*(?:\$ )?(?:memmatrix|\.venv/|python3? |pip |bash |git |docker |pytest|MEMMATRIX_\w+=)", re.M)
+
+
+def fences(text: str) -> list[tuple[int, str, str]]:
+    """(line, info string, body) of every fenced block."""
+    return [(text[:m.start()].count("\n") + 1, m.group(1).strip(), m.group(2))
+            for m in re.finditer(r"^```([^\n]*)\n(.*?)^```", text, flags=re.S | re.M)]
+
+
+def test_every_command_block_is_run_here_or_marked_illustrative():
+    """A block of commands in the docs either runs in test_the_runnable_doc_blocks_run (```sh) or says it is
+    illustrative (```console illustrative, ```yaml illustrative): nothing is shown as runnable that is not run."""
+    unmarked = []
+    for page in DOC_PAGES:
+        text = page.read_text()
+        head_end = text.index("\n## ") if page.name == "README.md" and "\n## " in text else 0
+        for line, info, body in fences(text):
+            if page.name == "README.md" and text.count("\n", 0, head_end) >= line:
+                continue  # the README's two commands: .ci/run runs the second, the fresh-clone check the first
+            if "illustrative" in info or info.split()[:1] == ["sh"]:
+                continue
+            if COMMAND.search(body):
+                unmarked.append(f"{page.relative_to(ROOT)}:{line}")
+    assert unmarked == [], "command blocks neither run (```sh) nor marked illustrative: " + ", ".join(unmarked)
+
+
+def test_the_runnable_doc_blocks_run(tmp_path):
+    """Every ```sh block runs as written, line by line, from a folder of its own, with this checkout's memmatrix."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+    env = {**os.environ, "MEMMATRIX_HOME": str(ROOT), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    ran = 0
+    for page in DOC_PAGES:
+        for line, info, body in fences(page.read_text()):
+            if info.split()[:1] != ["sh"]:
+                continue
+            work = tmp_path / f"{page.stem}-{line}"
+            work.mkdir()
+            (work / "examples").symlink_to(ROOT / "examples")  # a folder beside the checkout's examples
+            for command in filter(str.strip, body.splitlines()):
+                done = subprocess.run(shlex.split(command), cwd=work, env=env, capture_output=True, text=True,
+                                      timeout=300)
+                assert done.returncode == 0, f"{page.relative_to(ROOT)}:{line}: {command}: {done.stderr[-500:]}"
+                ran += 1
+    assert ran >= 2, "no runnable block in the docs"
 
 
 def test_every_system_folder_is_valid(config):
@@ -112,12 +192,13 @@ def test_the_committed_claims_table_is_current_and_has_a_dozen_claims_with_sourc
                if c["status"] != "not measured")
 
 
-def test_every_change_point_in_the_readme_is_two_results_one_release_apart(config):
-    """Each row of the README's History table links the last result before a change and the first after it:
+def test_every_change_point_in_the_history_page_is_two_results_one_release_apart(config):
+    """Each row of docs/history.md's table links the last result before a change and the first after it:
     two results of one system, protocol and setup, of releases adjacent among those the adapter drives."""
     from memmatrix.common.releases import Ranges, between
-    section = README.split("\n## History", 1)[1].split("\n## ", 1)[0]
-    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and "](results/" in ln]
+    section = (ROOT / "docs" / "history.md").read_text()
+    rows = [ln.replace("](../results/", "](results/") for ln in section.splitlines()
+            if ln.startswith("| ") and "](../results/" in ln]
     assert len(rows) >= 3, "the History section lists no change point"
     for row in rows:
         links = re.findall(r"\]\((results/[^)]+/result\.json)\)", row)

@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .commands import (cmd_action, cmd_bisect, cmd_cases_generate, cmd_check_cases, cmd_claims, cmd_diff, cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report, cmd_rescore, cmd_sweep, cmd_systems, cmd_timeline)
+from .commands import (cmd_action, cmd_bisect, cmd_cases_generate, cmd_check_cases, cmd_claims, cmd_diff, cmd_docs,
+                       cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report, cmd_rescore,
+                       cmd_sweep, cmd_systems, cmd_timeline)
 from .common.config import Config
 from .common.errors import MemmatrixError
 from .protocols import main_job_protocols, protocol_names
@@ -317,6 +319,11 @@ def parser() -> argparse.ArgumentParser:
     gen.add_argument("--out", metavar="FILE", help="where to write it (default: cases/<protocol>/breadth-<version>.json)")
     gen.add_argument("--check", action="store_true", help="exit 1 unless the file already holds what the spec generates")
     gen.set_defaults(func=cmd_cases_generate)
+
+    dc = sub.add_parser("docs", help="rewrite the generated parts of README.md and docs/ (the CLI reference, the "
+                        "protocols' columns, the variables, the scorecard, each system's claims)")
+    dc.add_argument("--check", action="store_true", help="change nothing; exit 1 when a generated part is stale")
+    dc.set_defaults(func=cmd_docs)
     return p
 
 
@@ -329,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         ns.cli = main  # the action's steps run other subcommands through it (ci/ never imports the CLI)
+        ns.parser = parser()  # the docs' CLI reference is read from it
         return ns.func(ns, Config.from_env())
     except MemmatrixError as exc:
         print(f"memmatrix: error: {exc}", file=sys.stderr)

@@ -267,3 +267,11 @@ def cmd_cases_generate(ns: argparse.Namespace, config: Config) -> int:
     tmp.replace(out)
     print(f"ok {out}: {cf.protocol} {cf.version}, {len(cf.cases)} case(s), sha256 {cf.sha256}")
     return 0
+
+
+def cmd_docs(ns: argparse.Namespace, config: Config) -> int:
+    from .publish.docs import update
+    changed = update(config, ns.parser, check=ns.check)
+    for page in changed:
+        print(f"{'stale' if ns.check else 'wrote'} {page.relative_to(config.home)}")
+    return 1 if changed and ns.check else 0

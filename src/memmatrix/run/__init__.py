@@ -1,1 +1,1 @@
-"""memmatrix.run"""
+"""The run stage: making a run: the request, the runner, the op interpreter, parallel instances."""
