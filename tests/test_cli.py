@@ -115,8 +115,8 @@ def test_run_report_verify_diff_round_trip(tmp_path, capsys):
     assert main(["verify", str(out)]) == 0
     assert main(["report", str(out)]) == 0
     report = capsys.readouterr().out
-    assert "| reference | 1.0 | inprocess | PASS ×4 |" in report
-    assert "| append | 1.0 | inprocess | PASS ×4 | PASS ×4 | PASS ×4 | FAIL ×4 |" in report
+    assert "| reference | 1.0 | inprocess | no | PASS ×4 |" in report
+    assert "| append | 1.0 | inprocess | no | PASS ×4 | PASS ×4 | PASS ×4 | FAIL ×4 |" in report
     assert "the audit trail still holds the deleted value" in report
 
     # a newer "version" of reference that lost step 6 is a regression

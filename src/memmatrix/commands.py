@@ -275,3 +275,14 @@ def cmd_docs(ns: argparse.Namespace, config: Config) -> int:
     for page in changed:
         print(f"{'stale' if ns.check else 'wrote'} {page.relative_to(config.home)}")
     return 1 if changed and ns.check else 0
+
+
+def cmd_attest(ns: argparse.Namespace, config: Config) -> int:
+    from .evidence.attest import place
+    placed = place(Path(ns.bundle), Path(ns.results))
+    for folder in placed:
+        print(f"attested {folder}")
+    if not placed:
+        raise MemmatrixError(f"{ns.bundle} signs no result.json under {ns.results} (no subject has a result's sha256); "
+                             "pass the folder the attest step's subject-path read")
+    return 0

@@ -34,7 +34,16 @@ def _append(var: str, line: str) -> None:
 
 
 def output(key: str, value: str) -> None:
-    _append("GITHUB_OUTPUT", f"{key}={value}")
+    """An output for the next steps; a value with a line break in it uses GitHub's delimiter form, with a delimiter
+    the value does not hold, so nothing in it can set another output."""
+    if "\n" not in value and "\r" not in value:
+        _append("GITHUB_OUTPUT", f"{key}={value}")
+        return
+    import secrets
+    delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+    while delimiter in value:
+        delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+    _append("GITHUB_OUTPUT", f"{key}<<{delimiter}\n{value}\n{delimiter}")
 
 
 def fail_on() -> set[str]:

@@ -81,27 +81,94 @@ def _relative(run: Path) -> Path:
     return Path(*parts)
 
 
+ALLOWED = ("result.json", "attestation.sigstore.json")
+
+
+def _artifacts(run: Path) -> set[str]:
+    """The files a run folder may hold: its result.json, the transcripts it names, its attestation."""
+    import json
+    try:
+        result = json.loads((run / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"result.json"}
+    named = {(result.get(k) or {}).get("file") for k in ("transcript", "model_transcript")}
+    return {*ALLOWED, *(n for n in named if isinstance(n, str) and "/" not in n and n not in (".", ".."))}
+
+
+def refusals(src: Path) -> list[str]:
+    """Everything under ``src`` that is not a regular, singly linked artifact file of a run folder laid out as
+    <protocol>/<system>/<version>/<setup>/: each one line naming the path and why."""
+    import os
+    import stat
+    out = []
+    root = Path(src)
+    for here, dirs, files in os.walk(root, followlinks=False):
+        for name in [*dirs, *files]:
+            path = Path(here) / name
+            rel = path.relative_to(root)
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                out.append(f"{rel}: a symbolic link (merge copies only regular files)")
+                if name in dirs:
+                    dirs.remove(name)
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if len(rel.parts) == 1 and name not in protocol_names():
+                    out.append(f"{rel}: not a protocol's folder (a results tree is <protocol>/<system>/<version>/"
+                               "<setup>/)")
+                    dirs.remove(name)
+                elif len(rel.parts) > 4:
+                    out.append(f"{rel}: deeper than <protocol>/<system>/<version>/<setup>/")
+                    dirs.remove(name)
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                out.append(f"{rel}: not a regular file (a device, socket or pipe)")
+            elif st.st_nlink > 1:
+                out.append(f"{rel}: a hard link ({st.st_nlink} names for one file)")
+            elif len(rel.parts) != 5 or rel.parts[0] not in protocol_names():
+                out.append(f"{rel}: outside the <protocol>/<system>/<version>/<setup>/ layout")
+            elif name not in _artifacts(path.parent):
+                out.append(f"{rel}: not an artifact its result names (result.json, its transcripts, its attestation)")
+    return out
+
+
 def _same(a: Path, b: Path) -> bool:
-    left = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
-    right = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    left = sorted(_artifacts(a) & {p.name for p in a.iterdir()})
+    right = sorted(_artifacts(b) & {p.name for p in b.iterdir()})
     return left == right and all(filecmp.cmp(a / p, b / p, shallow=False) for p in left)
 
 
 def merge(dest: Path, sources: list[Path], config: Config) -> list[Path]:
-    """Copy every verified run of ``sources`` into ``dest``; the run folders merged, in order."""
+    """Copy every verified run of ``sources`` into ``dest``, its artifacts only, as regular files; anything else
+    under a source (a link, a file no result names, a path outside the layout) stops the merge before any copy."""
+    import sys
     from ..evidence.verify import find_results, verify_result
     dest = dest.resolve()
     runs: list[tuple[Path, Path]] = []
+    refused = []
     for src in sources:
-        if not src.is_dir():
+        if not src.is_dir() or src.is_symlink():
             raise ConfigError(f"{src} is not a folder of results (a downloaded artifact); pass the folder")
         if src.resolve() == dest or dest in src.resolve().parents or src.resolve() in dest.parents:
             raise ConfigError(f"{src} and the destination {dest} overlap; merge into a folder of its own")
+        refused += [f"{src}/{r}" for r in refusals(src)]
         runs += [(path.parent, _relative(path.parent)) for path in find_results([src])]  # none: one error
+    for line in refused:
+        print(f"memmatrix merge: refused {line}", file=sys.stderr)
+    if refused:
+        raise ConfigError(f"{len(refused)} path(s) refused, nothing merged: a results artifact holds run folders of "
+                          "artifacts only")
     problems = []
     for run, rel in runs:
         problems += [f"{run}: {p}" for p in verify_result(run / "result.json", config)]
+        if (run / "attestation.sigstore.json").is_file():  # a signature beside a result must be one of it
+            from ..evidence.attest import ATTESTED, attestation
+            signed = attestation(run / "result.json", config.home)
+            if signed.status != ATTESTED:
+                problems.append(f"{run}: {signed.status}: {signed.detail}")
     if problems:
+        for p in problems:
+            print(f"memmatrix merge: refused {p}", file=sys.stderr)
         raise ConfigError(f"{len(problems)} problem(s), nothing merged; the first: {problems[0]}")
     seen: dict[Path, Path] = {}
     for run, rel in runs:
@@ -114,6 +181,8 @@ def merge(dest: Path, sources: list[Path], config: Config) -> list[Path]:
     for rel, run in seen.items():
         target = dest / rel
         if not (target / "result.json").exists():
-            shutil.copytree(run, target)
+            target.mkdir(parents=True)
+            for name in sorted(_artifacts(run) & {p.name for p in run.iterdir()}):
+                shutil.copyfile(run / name, target / name, follow_symlinks=False)
             merged.append(target)
     return merged

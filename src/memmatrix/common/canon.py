@@ -90,13 +90,16 @@ def gzip_bytes(data: bytes) -> bytes:
 def read_text(path: str | os.PathLike) -> str:
     """A transcript's canonical text, whether stored plain, xz- or gzip-compressed (told by its first bytes)."""
     raw = Path(path).read_bytes()
-    if raw[:6] == b"\xfd7zXZ\x00":
-        import lzma
-        raw = lzma.decompress(raw)
-    elif raw[:2] == b"\x1f\x8b":
-        import gzip
-        raw = gzip.decompress(raw)
-    return raw.decode("utf-8")
+    try:
+        if raw[:6] == b"\xfd7zXZ\x00":
+            import lzma
+            raw = lzma.decompress(raw)
+        elif raw[:2] == b"\x1f\x8b":
+            import gzip
+            raw = gzip.decompress(raw)
+        return raw.decode("utf-8")
+    except Exception as exc:  # lzma.LZMAError, zlib.error, EOFError, UnicodeDecodeError: one kind of answer
+        raise ValueError(f"{Path(path).name} is not a readable transcript ({type(exc).__name__}: {exc})") from None
 
 
 def stored_transcript(folder: Path, name: str) -> Path:

@@ -40,7 +40,7 @@ def header_problems(file: str, records: list[dict], stamp: dict) -> list[str]:
     h = records[0]
     judge = {k: v for k, v in (stamp.get("judge") or {}).items() if k != "accuracy"} or None
     system = {k: stamp["system"].get(k) for k in ("name", "version", "adapter", "adapter_sha256", "code_sha256",
-                                                   "lock_sha256", "options")}
+                                                   "oracle_sha256", "lock_sha256", "options")}
     want = {"protocol": stamp["protocol"], "dataset": stamp["dataset"], "system": system,
             "runtime": stamp["runtime"]["name"], "seed": stamp["seed"], "model": stamp["model"], "judge": judge,
             "limits": stamp.get("limits"), "clock": stamp["clock"]}

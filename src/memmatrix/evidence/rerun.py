@@ -10,11 +10,12 @@ the adapter exchanges are compared (the run header names the model, so it differ
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
 from .bindings import find_case_file
-from ..common.canon import read_text, sha256_file, sha256_tree
+from ..common.canon import canonical, read_text, sha256_file, sha256_tree
 from ..cases import load_cases
 from ..common.config import Config
 from ..common.errors import MemmatrixError
@@ -64,8 +65,10 @@ def first_difference(old: str, new: str) -> str:
     return f"the recorded text has {len(a)} lines, the re-run {len(b)}"
 
 
-def rerun(path: Path, config: Config) -> list[str]:
-    """Re-execute the run behind ``path`` (a result.json); the problems, if what it records differs."""
+def rerun(path: Path, config: Config, remarks: list[str] | None = None) -> list[str]:
+    """Re-execute the run behind ``path`` (a result.json); the problems, if what it records differs. A protocol
+    that measures a race (``repeated == "timing"``) is one draw of an interleaving no re-run repeats: its re-run is
+    compared verdict by verdict, and ``remarks`` says so."""
     from ..run.runner import execute
     path = Path(path)
     result = load_result(path, config)
@@ -90,7 +93,28 @@ def rerun(path: Path, config: Config) -> list[str]:
                          judge=stamp.get("judge") is not None, options=dict(stamp["system"].get("options", {})),
                          default_cases=True, replace=True)
         where = execute(req, cfg)
+        if protocol.repeated == "timing":
+            if remarks is not None:
+                remarks.append(f"{protocol.name} measures a race: the re-run was compared verdict by verdict, not byte "
+                             "for byte (which write lands first is a draw)")
+            return _verdicts(result, load_result(where / "result.json"))
         return _compare(path.parent, result, where, load_result(where / "result.json"))
+
+
+def _as_scored_then(text: str, stamp: dict, recorded: str) -> str:
+    """A re-run's transcript with its header read the way the committed run's header was written: the protocol
+    version set to the one the run recorded when it was rescored to this scorer (a rescore, stamp.rescored, is
+    exactly the statement that today's scorer reads the same transcript), and the header fields a later harness
+    added to ``system`` (code_sha256, oracle_sha256) left out where the recorded header has none. Every other
+    byte is compared as it is."""
+    head, _, rest = text.partition("\n")
+    header, old = json.loads(head), json.loads(recorded.partition("\n")[0])
+    rescored = stamp.get("rescored") or {}
+    if rescored and header.get("protocol", {}).get("version") == rescored.get("protocol_version"):
+        header["protocol"]["version"] = stamp["protocol"]["version"]
+    for key in [k for k in header.get("system", {}) if k not in old.get("system", {})]:
+        header["system"].pop(key)
+    return canonical(header) + "\n" + rest
 
 
 def _compare(old_dir: Path, old: dict, new_dir: Path, new: dict) -> list[str]:
@@ -99,13 +123,25 @@ def _compare(old_dir: Path, old: dict, new_dir: Path, new: dict) -> list[str]:
     a, b = read_text(old_dir / old["transcript"]["file"]), read_text(new_dir / new["transcript"]["file"])
     if replayed:  # the run header names the model that answered, which a replay changes
         a, b = a.split("\n", 1)[1], b.split("\n", 1)[1]
+    else:
+        b = _as_scored_then(b, old["stamp"], a)
     if a != b:
         problems.append(f"the re-run's transcript differs: {first_difference(a, b)}")
     if not replayed and old.get("model_transcript") and new.get("model_transcript"):
         if old["model_transcript"]["sha256"] != new["model_transcript"]["sha256"]:
             problems.append("the re-run's model transcript differs: " + first_difference(
                 read_text(old_dir / old["model_transcript"]["file"]), read_text(new_dir / new["model_transcript"]["file"])))
+    return problems + _verdicts(old, new)
+
+
+def _verdicts(old: dict, new: dict) -> list[str]:
+    """Every cell's verdict of the re-run against the recorded one (a case or cell missing on either side counts)."""
+    problems = []
+    if [c["id"] for c in old["cases"]] != [c["id"] for c in new["cases"]]:
+        problems.append("the re-run scored other cases than the recorded run")
     for c_old, c_new in zip(old["cases"], new["cases"]):
+        if [x["step"] for x in c_old["cells"]] != [y["step"] for y in c_new["cells"]]:
+            problems.append(f"case {c_old['id']}: the re-run scored other steps")
         for x, y in zip(c_old["cells"], c_new["cells"]):
             if x["verdict"] != y["verdict"]:
                 problems.append(f"case {c_old['id']} step {x['step']}: recorded {x['verdict']}, re-run {y['verdict']}")

@@ -28,10 +28,11 @@ from ..common.errors import ConfigError, MemmatrixError
 from ..protocols import get_protocol
 from ..protocols.scoring import recorded_capabilities, score_transcript, summarize
 from ..result.stamp import fingerprint, scoring_version
-from ..exchange.transcript import read_lines
+from ..exchange.transcript import parse_lines
+from .identity import identity_problems
 
 
-def find_results(paths: list[Path]) -> list[Path]:
+def find_results(paths: list[Path], allow_none: bool = False) -> list[Path]:
     found: list[Path] = []
     for p in paths:
         p = Path(p)
@@ -41,7 +42,7 @@ def find_results(paths: list[Path]) -> list[Path]:
             found.extend(sorted(q for q in p.rglob("result.json") if not any(part.startswith(".") for part in q.parts)))
         else:
             raise ConfigError(f"{p} is neither a result.json nor a folder holding results")
-    if not found:
+    if not found and not allow_none:
         raise ConfigError(f"no result.json under {', '.join(map(str, paths))}; run `memmatrix run` first")
     return found
 
@@ -67,8 +68,8 @@ def _artifact(folder: Path, entry: dict, what: str) -> tuple[str | None, list[st
         return None, [f"the {what} {entry['file']} named by the result is missing"]
     try:
         text = read_text(f)
-    except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:
-        return None, [f"the {what} {entry['file']} cannot be read ({type(exc).__name__}: {exc})"]
+    except (OSError, ValueError) as exc:
+        return None, [f"the {what} {entry['file']} cannot be read: {exc}"]
     problems = []
     actual = sha256_bytes(text.encode())
     if actual != entry["sha256"]:
@@ -78,8 +79,9 @@ def _artifact(folder: Path, entry: dict, what: str) -> tuple[str | None, list[st
     return text, problems
 
 
-def verify_result(path: Path, config: Config) -> list[str]:
-    """Every problem with one run directory; an empty list means it re-derives exactly."""
+def verify_result(path: Path, config: Config, remarks: list[str] | None = None) -> list[str]:
+    """Every problem with one run directory; an empty list means it re-derives exactly. What could not be checked
+    (a system folder outside the checkout, no git history) is added to ``remarks``."""
     path = Path(path)
     try:
         result = load_result(path)
@@ -92,12 +94,12 @@ def verify_result(path: Path, config: Config) -> list[str]:
     if text is None:
         return problems
     model_records: list[dict] = []
-    if result.get("model_transcript") is not None:
-        mtext, more = _artifact(path.parent, result["model_transcript"], "model transcript")
-        problems += more
-        model_records = [json.loads(line) for line in (mtext or "").splitlines()]
     try:
-        records = read_lines(path.parent / result["transcript"]["file"])
+        if result.get("model_transcript") is not None:
+            mtext, more = _artifact(path.parent, result["model_transcript"], "model transcript")
+            problems += more
+            model_records = parse_lines(mtext or "", result["model_transcript"]["file"])
+        records = parse_lines(text, result["transcript"]["file"])
         protocol = get_protocol(result["stamp"]["protocol"]["name"])
         caps = recorded_capabilities(records)
     except (MemmatrixError, ValueError, OSError) as exc:
@@ -108,6 +110,10 @@ def verify_result(path: Path, config: Config) -> list[str]:
                            f"{protocol.version}: verify with the memmatrix version in the stamp, or re-derive the "
                            "cells with `memmatrix rescore` (which refuses if any verdict would change)"]
     problems += check_bindings(path, result, records, model_records, protocol, caps, config)
+    more, said = identity_problems(path, result, records, model_records, config)
+    problems += more
+    if remarks is not None:
+        remarks += said
     rescored = score_transcript(protocol, records)
     problems += compare_cases(result["cases"], rescored)
     if summarize(protocol, rescored) != result["summary"]:

@@ -254,11 +254,16 @@ class Transcript:
 
 def read_lines(path: Path) -> list[dict]:
     """Read a transcript back (plain, xz or gzip), refusing anything that is not one JSON object per line."""
-    records = []
     try:
         text = read_text(path)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ValueError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+    return parse_lines(text, path)
+
+
+def parse_lines(text: str, path: Path | str = "transcript") -> list[dict]:
+    """A transcript's canonical text as records, refusing anything that is not one JSON object per line."""
+    records = []
     for n, line in enumerate(text.splitlines(), 1):
         try:
             rec = json.loads(line)

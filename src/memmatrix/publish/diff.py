@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common.errors import MemmatrixError
+from .markdown import code, md
 from ..evidence.verify import find_results, load_result
 
 BAD = ("FAIL", "ERROR")
@@ -64,9 +65,9 @@ class DiffReport:
     def render(self) -> str:
         out = ["# memmatrix diff", ""]
         for old, new in self.compared:
-            out.append(f"- compared `{old}` → `{new}`")
+            out.append(f"- compared {code(old)} → {code(new)}")
         for text in self.unmatched:
-            out.append(f"- not compared: {text}")
+            out.append(f"- not compared: {md(text)}")
         out.append("")
         if not self.changes:
             out.append("No state changed." if self.compared else "Nothing was comparable.")
@@ -75,8 +76,8 @@ class DiffReport:
                 "|---|---|---|---|---|---|---|---|"]
         order = {"regression": 0, "changed": 1, "fixed": 2}
         for c in sorted(self.changes, key=lambda c: (order[c.kind], c.system, c.case, int(c.step) if c.step.isdigit() else 0, c.step)):
-            out.append(f"| {c.kind} | {c.system} | {c.old_version} → {c.new_version} | {c.runtime} | {c.case} | "
-                       f"{c.step} | {c.old} → {c.new} | {c.reason.replace('|', '/')} |")
+            out.append(f"| {c.kind} | {md(c.system)} | {md(c.old_version)} → {md(c.new_version)} | {md(c.runtime)} | "
+                       f"{md(c.case)} | {md(c.step)} | {c.old} → {c.new} | {md(c.reason)} |")
         out += ["", f"{len(self.regressions)} regression(s), {len(self.changes)} change(s)."]
         return "\n".join(out) + "\n\n"  # a blank line: whatever is appended next renders as its own block
 

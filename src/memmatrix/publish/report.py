@@ -12,14 +12,16 @@ from collections import defaultdict
 from pathlib import Path
 
 from .costreport import cost_table
+from ..common.config import Config
 from ..protocols import VERDICTS
+from .markdown import code, md
 from .reportmodel import SHORT, cell_text, sections, setup_label, step_name, unmatched
 from ..evidence.verify import find_results, load_result
 
 __all__ = ["SHORT", "brief", "cell_text", "render", "setup_label"]
 
 def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return md(text)
 
 
 def unmatched_mark(result: dict) -> str:
@@ -28,25 +30,34 @@ def unmatched_mark(result: dict) -> str:
     return f" ⚠ {n} unanswered model call(s)" if n else ""
 
 
+SIGNED = {"attested": "yes", "unattested": "no", "invalid": "**invalid**", "unchecked": "not checked"}
+
+
 def render(paths: list[Path], title: str = "memmatrix report", config=None) -> str:
     results = [(p, load_result(p, config)) for p in find_results(paths)]
+    home = (config or Config.from_env()).home
     out = [f"# {title}", ""]
     legends = set()  # each protocol's columns are named once, in the legend under its first section
-    for sec in sections(results):
+    secs = sections(results)
+    for sec in secs:
         steps = sec.steps
         out += [f"## {sec.title}", "",
                 f"Dataset `{sec.dataset['path']}` ({sec.dataset['version']}). Each cell counts the cases per verdict; "
                 "`n/a` means the system does not support the step.", ""]
         heads = [s["key"] for s in steps]
-        out.append("| system | version | runtime (+variant) | " + " | ".join(heads) + " |")
-        out.append("|---|---|---|" + "---|" * len(steps))
+        out.append("| system | version | runtime (+variant) | signed | " + " | ".join(heads) + " |")
+        out.append("|---|---|---|---|" + "---|" * len(steps))
         for row in sec.rows:
             cells = [c.text + (" (judged)" if c.judged else "") for c in row.cells]
-            out.append(f"| {row.system} | {row.version} | {row.label}{unmatched_mark(row.result)} | "
-                       + " | ".join(cells) + " |")
+            out.append(f"| {md(row.system)} | {md(row.version)} | {md(row.label)}{unmatched_mark(row.result)} | "
+                       f"{SIGNED[row.attestation(home).status]} | " + " | ".join(cells) + " |")
         if (sec.protocol, sec.version) not in legends:
             legends.add((sec.protocol, sec.version))
             out += ["", "Columns: " + "; ".join(f"**{s['key']}** {s['name']}: {s['title']}" for s in steps) + "."]
+        if sec is secs[0]:
+            out += ["", "signed: whether CI's Sigstore attestation beside the result verifies offline (`memmatrix "
+                        "verify --attested-by` names the workflow that must have signed it); an unsigned result is "
+                        "re-derived from its transcripts, which a consistent relabel also passes."]
         if sec.judged:
             judge = sec.judge
             out += ["", f"(judged): at least one case in that cell was decided by the pinned judge "
@@ -63,13 +74,13 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
                 + cost_table(runs, setup_label))
         out.append("")
         for row in sec.rows:
-            out += [f"<details><summary>Cases: {row.system} {row.version} ({row.label})</summary>", "",
+            out += [f"<details><summary>Cases: {md(row.system)} {md(row.version)} ({md(row.label)})</summary>", "",
                     "| case | shape | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(steps)]
             for case in row.result["cases"]:
                 by_step = {c["step"]: c for c in case["cells"]}
                 marks = [SHORT[c["verdict"]] + ("ʲ" if c.get("method") == "judged" else "") if c else "—"
                          for c in (by_step.get(st["key"]) for st in steps)]
-                out.append(f"| {case['id']} | {case['shape']} | " + " | ".join(marks) + " |")
+                out.append(f"| {md(case['id'])} | {md(case['shape'])} | " + " | ".join(marks) + " |")
             out += ["", "</details>", ""]
         for row in sec.rows:
             lines = []
@@ -77,14 +88,16 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
                 for cell in case["cells"]:
                     if cell["verdict"] in ("FAIL", "ERROR"):
                         stage = f" [{cell['stage']}]" if cell.get("stage") else ""
-                        lines.append(f"- `{case['id']}` · step {cell['step']} {step_name(steps, cell['step'])}: "
-                                     f"**{cell['verdict']}**{stage}: {_escape(cell['reason'])}")
+                        lines.append(f"- {code(case['id'])} · step {md(cell['step'])} "
+                                     f"{md(step_name(steps, cell['step']))}: **{cell['verdict']}**{md(stage)}: "
+                                     f"{_escape(cell['reason'])}")
             lines += [f"- finding: {_escape(f)}" for f in row.result.get("findings", [])]
             if lines:
                 counts = {v: sum(c["verdict"] == v for case in row.result["cases"] for c in case["cells"])
                           for v in ("FAIL", "ERROR")}
-                out += [f"<details><summary>Why: {row.system} {row.version} ({row.label}): {counts['FAIL']} FAIL, "
-                        f"{counts['ERROR']} ERROR</summary>", "", *lines, "", f"Artifact: `{row.path.parent}`", "",
+                out += [f"<details><summary>Why: {md(row.system)} {md(row.version)} ({md(row.label)}): "
+                        f"{counts['FAIL']} FAIL, {counts['ERROR']} ERROR</summary>", "", *lines, "",
+                        f"Artifact: {code(row.path.parent)}", "",
                         "</details>", ""]
     # a blank line last: Markdown appended after the report (a job summary's next step) starts a block of its own
     return "\n".join(out).rstrip() + "\n\n"

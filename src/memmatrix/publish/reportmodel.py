@@ -79,6 +79,13 @@ class Row:
     def unmatched(self) -> int:
         return unmatched(self.result)
 
+    def attestation(self, home: Path):
+        """Is this result signed by CI (checked offline), unsigned, or signed but not checked here?"""
+        if "_attestation" not in self.__dict__:
+            from ..evidence.attest import page_status
+            self.__dict__["_attestation"] = page_status(self.path, home)
+        return self.__dict__["_attestation"]
+
 
 @dataclass
 class Section:

@@ -224,7 +224,8 @@ def write_site(paths: list[Path], out: Path, config) -> Path:
             (by_op, step_ops), (model_by_op, _) = _index(lines), _index(mlines, model=True)
             files = {"transcript": row.result["transcript"]["file"],
                      "model": (row.result.get("model_transcript") or {}).get("file")}
-            common = {"sec": sec, "row": row, "slug": slug, "root": "../../", "files": files, "artifact": folder}
+            common = {"sec": sec, "row": row, "slug": slug, "root": "../../", "files": files, "artifact": folder,
+                      "home": config.home}
             _write(out / "runs" / slug / "index.html", env.get_template("run.html.j2").render(
                 **common, case_slug=case_slug, step_name=step_name, costs=cost_tables(row.result)))
             for case in row.result["cases"]:
@@ -246,5 +247,5 @@ def write_site(paths: list[Path], out: Path, config) -> Path:
         _write(out / "plots.html", env.get_template("plots.html.j2").render(plots=plots, root="", nav=nav))
     index = out / "index.html"
     _write(index, env.get_template("index.html.j2").render(sections=secs, slugs=slugs, root="", nav=nav,
-                                                          runs=len(results)))
+                                                          runs=len(results), home=config.home))
     return index

@@ -54,6 +54,48 @@ def check_history(path: Path, config: Config) -> list[str]:
                 for v in sorted(named - listed, key=Version)]
     if path.stem != data["system"]:
         problems.append(f"the file is named {path.name} but records system {data['system']!r}")
+    return problems + result_problems(path, data, config)
+
+
+def _folder(runtime: str, options: dict, cases: str | None, config: Config) -> str | None:
+    """The result folder a sweep of this setup writes (as ``RunRequest.variant`` names it); None if the case file
+    it names is not in this checkout."""
+    parts = [f"{k}={v}" for k, v in sorted((options or {}).items())]
+    if cases:
+        from ..common.canon import sha256_file
+        f = config.home / cases
+        if not f.is_file():
+            return None
+        data = json.loads(f.read_text(encoding="utf-8"))
+        named = f"{data['set']}-" if data.get("set") else ""
+        parts.append(f"cases={named}{data['version']}-{sha256_file(f)[:8]}")
+    return runtime + ("+" + "+".join(parts) if parts else "")
+
+
+def result_problems(path: Path, data: dict, config: Config) -> list[str]:
+    """A history and the results beside it agree: every release a sweep or bisect measured has its result, and every
+    result of a release the system does not pin is one a sweep or bisect of this history measured."""
+    from ..systems import load_system_yaml, system_folder
+    root, system = path.parent.parent, data["system"]
+    named: set[tuple[str, str, str]] = set()
+    for s in data["sweeps"]:
+        folder = _folder(s["runtime"], s.get("options") or {}, s.get("cases"), config)
+        failed = {(f["version"], f["protocol"]) for f in s.get("failures", [])}
+        for v in s["versions"]:
+            for p in s["protocols"]:
+                if folder and (v, p) not in failed:
+                    named.add((p, v, folder))
+    for b in data["bisections"]:
+        named |= {(b["protocol"], r["version"], b["variant"]) for r in b["runs"] if not r.get("error")}
+    problems = [f"{path.name}: release {v} ({p}, {f}) was measured, but results/{p}/{system}/{v}/{f}/ holds no result"
+                for p, v, f in sorted(named) if not (root / p / system / v / f / "result.json").is_file()]
+    home = system_folder(config, system)
+    pinned = set(load_system_yaml(home, config)["versions"]) if home else set()
+    for result in sorted(root.glob(f"*/{system}/*/*/result.json")):
+        p, _, v, f = result.parent.relative_to(root).parts
+        if v not in pinned and (p, v, f) not in named:
+            problems.append(f"{result.parent.relative_to(root)}: a result of release {v}, which no sweep or bisect in "
+                            f"{path.name} measured (run it with `memmatrix sweep`, which records it)")
     return problems
 
 

@@ -91,6 +91,37 @@ class RunRequest:
                           self.runtime + (f"+{self.variant}" if self.variant else ""))
 
 
+def parse_variant(folder: str) -> dict:
+    """What a result folder's name (``<runtime>[+<variant>]``, as ``RunRequest.variant`` writes it) says about the
+    run: its runtime, options, case set, seed, model ablation, embedder, proxy model, replay, repeat and judge."""
+    runtime, *parts = folder.split("+")
+    out = {"runtime": runtime, "options": {}, "cases": "", "seed": 0, "ablation": "", "embedder": "",
+           "proxy": "", "replay": "", "repeat": 1, "no_judge": False, "unknown": []}
+    for part in parts:
+        key, eq, value = part.partition("=")
+        if part.startswith("cases="):
+            out["cases"] = part[len("cases="):]
+        elif key == "seed" and eq and value.lstrip("-").isdigit():
+            out["seed"] = int(value)
+        elif key == "embedder" and eq:
+            out["embedder"] = value
+        elif eq:
+            out["options"][key] = value
+        elif part.startswith("oracle-"):
+            out["ablation"] = part[len("oracle-"):]
+        elif part.startswith("proxy-"):
+            out["proxy"] = part[len("proxy-"):]
+        elif part.startswith("replay-"):
+            out["replay"] = part[len("replay-"):]
+        elif part.startswith("repeat-") and part[len("repeat-"):].isdigit():
+            out["repeat"] = int(part[len("repeat-"):])
+        elif part == "no-judge":
+            out["no_judge"] = True
+        else:
+            out["unknown"].append(part)
+    return out
+
+
 def adapter_config(req: RunRequest) -> dict:
     return {"version": req.spec.version, "seed": req.seed, "options": req.all_options}
 
@@ -185,6 +216,7 @@ def run_header(req: RunRequest, config: Config, runtime: str, model: dict, judge
                        "adapter": f"{portable(req.spec.adapter_file, config.home)}:{req.spec.adapter.rpartition(':')[2]}",
                        "adapter_sha256": sha256_file(req.spec.adapter_file),
                        "code_sha256": sha256_tree(req.spec.folder) if req.spec.folder is not None else None,
+                       **({"oracle_sha256": req.spec.oracle.sha256} if req.spec.oracle is not None else {}),
                        "lock_sha256": req.spec.lock_sha256,
                        "options": req.recorded_options},
             "runtime": runtime, "seed": req.seed, "model": model, "judge": judge, "limits": limits,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -74,12 +76,24 @@ def shown(folder: Path, config: Config) -> str:
 
 
 def load_system_yaml(folder: Path, config: Config) -> dict:
+    """A folder's system.yaml, validated (one clear error if not); read once per content and schema, and a fresh
+    copy handed out each time, so a caller that changes it changes nothing for the next."""
     path = folder / "system.yaml"
     try:
-        meta = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SystemSpecError(f"{path} cannot be read ({exc.strerror}); a system folder holds a system.yaml") from None
+    return copy.deepcopy(_validated(folder, text, config.schemas_dir))
+
+
+@lru_cache(maxsize=64)
+def _validated(folder: Path, text: str, schemas_dir: Path) -> dict:
+    path = folder / "system.yaml"
+    try:
+        meta = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise SystemSpecError(f"{path} is not valid YAML: {exc}") from None
-    problems = schemas.errors(config.schemas_dir, "system", meta)
+    problems = schemas.errors(schemas_dir, "system", meta)
     if not problems:
         if meta["name"] != folder.name:
             problems.append(f"at /name: {meta['name']!r} must equal the folder name {folder.name!r}")
