@@ -142,8 +142,10 @@ class AMemAdapter:
         return [{"id": n["id"], "text": n["content"], "kind": "note", "context": n.get("context"),
                  "timestamp": str(n.get("timestamp"))} for n in notes]
 
-    def _matching(self, scope: str, text: str) -> list[dict]:
-        return [n for n in self._found(scope, text, FORGET_SEARCH)[2] if coverage(text, n["content"]) >= FORGET_COVERAGE]
+    def _matching(self, scope: str, text: str, fields: tuple[str, ...] = ("content",)) -> list[dict]:
+        """The notes found for ``text`` (in search order) that state it: one of ``fields`` covers its content words."""
+        return [n for n in self._found(scope, text, FORGET_SEARCH)[2]
+                if any(coverage(text, n.get(f) or "") >= FORGET_COVERAGE for f in fields)]
 
     def _tick(self, at: str) -> None:
         self.clock.at = _stamp(at)
@@ -158,8 +160,9 @@ class AMemAdapter:
                 "recall": {"support": "supported"},
                 "forget": {"support": "emulated", "reason": "search-then-delete: search_memories and read_memory_note, "
                            "then delete_memory_note on every note stating the request (A-MEM deletes by id)"},
-                "update": {"support": "emulated", "reason": "search-then-update: update_memory_note on the note "
-                           "stating the request, its words replaced by the new ones"},
+                "update": {"support": "emulated", "reason": "search-then-update: update_memory_note on the first note "
+                           "found whose content or context states the request, its words replaced by the new ones (the "
+                           "whole content when it does not hold the request word for word)"},
                 "run_background_jobs": no("A-MEM has no job over stored notes: evolution runs inside add_note (the "
                                           "MCP server's background module only queues add_note calls)"),
                 "probe": {"support": "supported"},
@@ -234,7 +237,9 @@ class AMemAdapter:
 
     def update(self, scope: str, at: str, text: str, new_text: str) -> dict:
         self._tick(at)
-        hits = self._matching(scope, text)[:1]
+        # the note an agent would update: the first found whose words, or the context A-MEM wrote for it (both shown
+        # by read_memory_note), state the request ("I live at 12 Harrowgate Lane" states "My street address is ...")
+        hits = self._matching(scope, text, ("content", "context"))[:1]
         for n in hits:
             content = n["content"].replace(text, new_text) if text in n["content"] else new_text
             self._tool(scope, "update_memory_note", {"memory_id": n["id"], "content": content})

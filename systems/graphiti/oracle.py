@@ -147,19 +147,42 @@ def _edges(text: str, gold: GoldIndex) -> tuple[list[dict], bool]:
     return edges, bool(facts)
 
 
+#: The EdgeDuplicate prompt of 0.28.0 on numbers both lists continuously and lets a contradiction point into
+#: EXISTING FACTS; 0.21.0-0.27.1 say "two separate lists with independent idx ranges starting from 0".
+_CONTINUOUS = "CONTINUOUS idx numbering"
+
+
+def _number(entry: dict, place: int) -> int:
+    """The number the release reads back for a listed fact: its ``idx`` (0.21.0 on), its ``id`` where that is
+    a number (the invalidation candidates before 0.21.0), else its place in the list (the existing facts before
+    0.21.0 carry the edge's uuid as ``id``, and Graphiti reads ``duplicate_facts`` as positions in that list)."""
+    for key in ("idx", "id"):
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return place
+
+
 def _dedupe(text: str, gold: GoldIndex) -> tuple[dict, bool]:
+    """EdgeDuplicate: the existing facts the new fact restates, and the facts it contradicts, in the numbering
+    the release asks for. Before 0.28.0 ``contradicted_facts`` indexes FACT INVALIDATION CANDIDATES only (its own
+    range from 0); from 0.28.0 one continuous range covers both lists, and a same-endpoint existing fact can be
+    contradicted too."""
     new = (tag(text, "NEW FACT") or "").strip()
-    existing = literal(tag(text, "EXISTING FACTS")) or []
-    candidates = literal(tag(text, "FACT INVALIDATION CANDIDATES")) or []
+    existing = [(_number(e, i), e) for i, e in enumerate(literal(tag(text, "EXISTING FACTS")) or [])
+                if isinstance(e, dict)]
+    candidates = [(_number(e, i), e) for i, e in enumerate(literal(tag(text, "FACT INVALIDATION CANDIDATES")) or [])
+                  if isinstance(e, dict)]
     fact = gold.fact_for_statement(new, text)
-    dup = [e["idx"] for e in existing if isinstance(e, dict) and norm(str(e.get("fact", ""))) == norm(new)]
+    dup = [n for n, e in existing if norm(str(e.get("fact", ""))) == norm(new)]
     gone = None
     if fact and fact["intent"] == "supersede":
         gone = fact.get("replaces")
     elif fact and fact["intent"] == "retract":
         gone = fact["value"]
-    contradicted = [e["idx"] for e in [*existing, *candidates] if gone and isinstance(e, dict)
-                    and contains(str(e.get("fact", "")), gone) and norm(str(e.get("fact", ""))) != norm(new)]
+    offered = [*existing, *candidates] if _CONTINUOUS in text else candidates
+    contradicted = list(dict.fromkeys(n for n, e in offered if gone and contains(str(e.get("fact", "")), gone)
+                                      and norm(str(e.get("fact", ""))) != norm(new)))
     return {"duplicate_facts": dup, "contradicted_facts": contradicted, "fact_type": "DEFAULT",
             "duplicate_fact_id": dup[0] if dup else -1}, fact is not None
 
@@ -321,7 +344,10 @@ class Structured:
                      | {"episode_indices": [0]} for e in edges]
             return Reply.json(name, ok, {"extracted_entities": ents, "edges": facts})
         if kind == "NodeResolutions":
-            existing = [c for c in literal(tag(text, "EXISTING ENTITIES")) or [] if isinstance(c, dict)]
+            # up to 0.20.4 the candidates come wrapped in one more list (existing_nodes_context is a 1-tuple there)
+            listed = literal(tag(text, "EXISTING ENTITIES")) or []
+            flat = [c for x in listed for c in (x if isinstance(x, list) else [x])]
+            existing = [c for c in flat if isinstance(c, dict)]
             res = []
             for ent in literal(tag(text, "ENTITIES")) or []:
                 pos = next((i for i, c in enumerate(existing) if norm(c.get("name", "")) == norm(ent["name"])), None)

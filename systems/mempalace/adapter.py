@@ -11,6 +11,17 @@ as the MCP server hands it over (json.dumps(result, indent=2, ensure_ascii=False
 
 Embeddings: MemPalace's default model (ONNX MiniLM) downloads at run time, so the palace uses its own
 ``openai-compat`` embedder pointed at the memmatrix gateway. Nothing else is changed.
+
+Option ``memory`` (system.yaml ``options``): ``drawers`` (the default above) or ``kg``: MemPalace's knowledge graph,
+which nothing on the conversation path writes (only its MCP tools do), so it is agent memory. A write is one agent
+turn: the adapter hands the conversation to the model behind the gateway with the facts the graph holds
+(``mempalace_kg_timeline``) and the current time, offering the three tools MemPalace publishes for writing it
+(``mempalace_kg_add``, ``mempalace_kg_supersede``, ``mempalace_kg_invalidate``: their names, descriptions and input
+schemas as ``tools/list`` gives them), and runs the calls it returns through the same handlers. Each scope is a
+palace of its own (``--palace``: the graph lives in the palace, and has no wing). The door is
+``mempalace_kg_timeline`` for the scope's palace (every fact, with ``valid_from`` and ``valid_to``); forget
+invalidates the current facts whose object the request names (the graph has no delete). ``datetime`` inside
+``mempalace.knowledge_graph`` is the harness clock: triple ids hash the instant a triple was recorded.
 """
 
 from __future__ import annotations
@@ -28,6 +39,33 @@ FORGET_COVERAGE = 0.8  # a drawer is what the request names when it holds 80% of
 FORGET_SEARCH = 20     # how many drawers the forget bridge looks through
 DATA_MARK = "<data>"
 AUDIT_DETAIL = ("drawer_id", "deleted_ids", "content_preview", "content_length", "wing", "room")   # the run's data directory, as it appears in paths MemPalace returns
+#: the adapter's options (system.yaml `options`), each with its choices, the vendor's default first
+OPTIONS = {"memory": ("drawers", "kg")}
+#: the tools the agent's turn offers in kg mode: MemPalace's own for writing its knowledge graph
+KG_WRITE_TOOLS = ("mempalace_kg_add", "mempalace_kg_supersede", "mempalace_kg_invalidate")
+KG_AGENT = (
+    "You are an assistant with a long-term memory: MemPalace's knowledge graph, written with its tools. The current "
+    "time is {at}. These facts are in the knowledge graph now (mempalace_kg_timeline):\n<knowledge_graph>\n{facts}\n"
+    "</knowledge_graph>\nRecord what the user's messages say that is worth remembering: add a new fact with "
+    "mempalace_kg_add, replace a fact whose value changed with mempalace_kg_supersede, and mark a fact that is no "
+    "longer true with mempalace_kg_invalidate, giving the current time as valid_from, at or ended.")
+
+
+class _HarnessClock:
+    """``datetime`` as ``mempalace.knowledge_graph`` sees it: ``now()`` is the harness time of the operation under way
+    (triple ids hash the instant a triple is recorded; supersede without ``at`` closes the old fact at now)."""
+
+    def __init__(self, real):
+        self.real, self.at = real, real(2000, 1, 1)
+
+    def now(self, tz=None):
+        return self.at if tz is None else self.at.replace(tzinfo=tz)
+
+    def __call__(self, *args, **kwargs):
+        return self.real(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
 
 
 def _leaves(value: str, token: str) -> list[str]:
@@ -64,8 +102,21 @@ class MemPalaceAdapter:
             "MEMPALACE_EMBEDDING_MODEL": "openai-compat", "MEMPALACE_EMBEDDING_API_URL": base,
             "MEMPALACE_EMBEDDING_API_MODEL": model["embedding_model"], "MEMPALACE_EMBEDDING_API_KEY": model["api_key"],
         })
+        options = {k: str(v) for k, v in (config.get("options") or {}).items()}
+        for key, value in options.items():
+            if key not in OPTIONS:
+                raise ValueError(f"option {key!r} is not one of MemPalace's adapter options {sorted(OPTIONS)}")
+            if value not in OPTIONS[key]:
+                raise ValueError(f"option {key}={value!r} is not one of {list(OPTIONS[key])}")
+        self.kg = options.get("memory", OPTIONS["memory"][0]) == "kg"
+        self.model = model
         import mempalace.mcp_server as mcp
         self.mcp = mcp
+        if self.kg:
+            import mempalace.knowledge_graph as knowledge_graph
+            self.clock = _HarnessClock(knowledge_graph.datetime if not isinstance(knowledge_graph.datetime, _HarnessClock)
+                                       else knowledge_graph.datetime.real)
+            knowledge_graph.datetime = self.clock
 
     # ------------------------------------------------------------------ helpers
     def _clean(self, text: str) -> str:
@@ -115,8 +166,146 @@ class MemPalaceAdapter:
         return sorted(out.values(), key=lambda d: (d[2].get("source_file", ""), d[2].get("chunk_index", -1),
                                                    d[2].get("message_uuid", ""), d[1]))
 
+    # ------------------------------------------------------------------ the knowledge graph (memory=kg)
+    def _palace_of(self, scope: str) -> Path:
+        return self.data / "kg" / scope
+
+    def _use(self, scope: str, at: str | None = None) -> None:
+        """Point the MCP server at the scope's palace (what its --palace flag does), on the harness clock."""
+        path = self._palace_of(scope)
+        path.mkdir(parents=True, exist_ok=True)
+        self.mcp._apply_server_flags(palace=str(path))
+        if at is not None:
+            from datetime import datetime, timezone
+            self.clock.at = datetime.fromisoformat(at.replace("Z", "+00:00")).astimezone(timezone.utc).replace(tzinfo=None)
+
+    def _kg_call(self, name: str, args: dict) -> dict:
+        """A KG tool as the MCP server dispatches it: its handler, with the arguments its input schema declares."""
+        tool = self.mcp.TOOLS[name]
+        known = (tool["input_schema"].get("properties") or {}).keys()
+        out = tool["handler"](**{k: v for k, v in args.items() if k in known})
+        if not isinstance(out, dict) or out.get("success") is False or "error" in out:
+            raise RuntimeError(f"{name} {json.dumps(args, ensure_ascii=False)} failed: {out}")
+        return out
+
+    def _timeline(self, scope: str, limit: int = 100) -> dict:
+        self._use(scope)
+        return self._kg_call("mempalace_kg_timeline", {"limit": limit})
+
+    def _agent_turn(self, scope: str, at: str, messages: list) -> list[str]:
+        """One turn of an agent keeping the user's knowledge graph: the model is offered MemPalace's KG write tools,
+        the facts the graph holds and the time; the calls it makes are run through the tools' handlers."""
+        import urllib.request
+        facts = self._timeline(scope)["timeline"]
+        tools = [{"type": "function", "function": {"name": n, "description": self.mcp.TOOLS[n]["description"],
+                                                   "parameters": self.mcp.TOOLS[n]["input_schema"]}}
+                 for n in KG_WRITE_TOOLS]
+        system = KG_AGENT.format(at=at, facts=json.dumps(facts, indent=2, ensure_ascii=False))
+        body = {"model": self.model["chat_model"], "tools": tools, "tool_choice": "auto",
+                "messages": [{"role": "system", "content": system},
+                             *({"role": m["role"], "content": m["content"]} for m in messages)]}
+        request = urllib.request.Request(self.model["base_url"].rstrip("/") + "/chat/completions",
+                                         data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {self.model['api_key']}"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            reply = json.loads(response.read())
+        calls = (reply["choices"][0]["message"].get("tool_calls") or [])
+        ids = []
+        self._use(scope, at)
+        for call in calls:
+            name = call["function"]["name"]
+            if name not in KG_WRITE_TOOLS:
+                raise RuntimeError(f"the model called {name!r}, which the turn did not offer")
+            out = self._kg_call(name, json.loads(call["function"]["arguments"] or "{}"))
+            ids.append(out.get("triple_id") or out.get("fact"))
+        return ids
+
+    @staticmethod
+    def _fact_items(facts: list[dict]) -> list[dict]:
+        return [{"text": f"{f['subject']} → {f['predicate']} → {f['object']}", "kind": "fact",
+                 "valid_from": f.get("valid_from"), "valid_to": f.get("valid_to")} for f in facts]
+
+    def _kg_door(self, scope: str, limit: int = 100) -> dict:
+        out = self._timeline(scope, limit)
+        return {"text": json.dumps(out, indent=2, ensure_ascii=False), "items": self._fact_items(out["timeline"])}
+
+    def _kg_forget(self, scope: str, at: str, text: str) -> list[str]:
+        """Invalidate, at the harness time, every fact still open whose object the request names."""
+        ended = []
+        for f in self._timeline(scope)["timeline"]:
+            if f.get("valid_to") is None and contains(text, f["object"]):
+                self._use(scope, at)
+                self._kg_call("mempalace_kg_invalidate", {"subject": f["subject"], "predicate": f["predicate"],
+                                                          "object": f["object"], "ended": at})
+                ended.append(f"{f['subject']} → {f['predicate']} → {f['object']}")
+        return ended
+
     # ------------------------------------------------------------------ contract
     def capabilities(self) -> dict:
+        return self._kg_capabilities() if self.kg else self._drawer_capabilities()
+
+    def _kg_capabilities(self) -> dict:
+        no = lambda why: {"support": "unsupported", "reason": why}  # noqa: E731
+        return {
+            "system": {"name": "mempalace", "version": self.version},
+            "operations": {
+                "settle": {"support": "supported"},
+                "recall": {"support": "supported"},
+                "forget": {"support": "emulated", "reason": "search-then-invalidate: mempalace_kg_timeline, then "
+                           "mempalace_kg_invalidate (ended: the harness time) of every open fact whose object the "
+                           "request names; the knowledge graph has no delete"},
+                "update": no("a changed fact is the agent's mempalace_kg_supersede, made in a write; an update of one "
+                             "text to another names no triple"),
+                "run_background_jobs": no("MemPalace runs no job over the knowledge graph (the sweeper and sync file "
+                                          "and prune drawers)"),
+                "probe": {"support": "supported"},
+                "audit": no("the write-ahead log records KG calls but names no palace, and each scope is one"),
+                "share": no("the knowledge graph has no share or copy to another palace"),
+                "import_history": no("the knowledge graph is written only by an agent's tool calls; MemPalace imports "
+                                     "conversations into drawers, not into the graph"),
+            },
+            "doors": [{"name": "kg_timeline", "description": "mempalace_kg_timeline for the scope's palace at its "
+                                                             "default size (100 facts), the result as the MCP server "
+                                                             "hands it to an agent"}],
+            "stores": [
+                {"name": "kg-sqlite", "kind": "sql", "role": "primary",
+                 "description": "every table of the scope's palace's knowledge_graph.sqlite3 (entities and triples), "
+                                "read with SQL"},
+                {"name": "write-log", "kind": "log",
+                 "description": "MemPalace's write-ahead log of operations (config/wal/write_log.jsonl), where every "
+                                "KG call is recorded with its parameters"},
+            ],
+            "background_jobs": [],
+            "qualifiers": ["valid_from", "valid_to"],
+            "volatile_fields": [],
+            "notes": self._kg_notes(),
+        }
+
+    def _kg_notes(self) -> list[str]:
+        return [
+            f"mempalace {self.version} in library mode, option memory=kg (the default is drawers): the knowledge "
+            "graph, written by an agent through MemPalace's MCP tools; nothing in MemPalace writes it from a "
+            "conversation (the miners file drawers)",
+            "write: one agent turn emulated by the adapter: the conversation, after a system message with the current "
+            "(harness) time and the facts mempalace_kg_timeline returns, sent to the model behind the memmatrix gateway "
+            "with the tools mempalace_kg_add, mempalace_kg_supersede and mempalace_kg_invalidate (names, descriptions "
+            "and input schemas as MemPalace publishes them); every call the model returns is run through the tool's "
+            "handler, with the arguments its schema declares",
+            "each scope is a palace of its own (MemPalace's --palace, applied with _apply_server_flags): the graph "
+            "lives in the palace and has no wing",
+            "the door: mempalace_kg_timeline of the scope's palace (limit 100, no entity: every fact), its result "
+            "verbatim; the items are its facts as 'subject → predicate → object' with valid_from and valid_to "
+            "(MemPalace's own 'current' field is valid_to IS NULL, which does not read a valid_to still ahead)",
+            "forget: mempalace_kg_invalidate, ended at the harness time, of every open fact whose object the request "
+            "names (the graph has no delete; an invalidated fact stays in the timeline)",
+            "datetime inside mempalace.knowledge_graph is the harness clock: a triple's id hashes the instant it was "
+            "recorded, so ids repeat from run to run",
+            "embedder openai-compat pointed at the memmatrix model gateway (not used by the knowledge graph)",
+            "MEMPALACE_CONFIG_DIR and HOME under the run's data directory",
+        ]
+
+    def _drawer_capabilities(self) -> dict:
         no = lambda why: {"support": "unsupported", "reason": why}  # noqa: E731
         return {
             "system": {"name": "mempalace", "version": self.version},
@@ -180,6 +369,8 @@ class MemPalaceAdapter:
         ]
 
     def reset(self) -> None:
+        if self.kg:  # back to the run's palace before the scopes' palaces go
+            self.mcp._apply_server_flags(palace=str(self.palace))
         self.mcp.tool_reconnect()
         for child in self.data.iterdir():
             if child != self.cfg:
@@ -190,6 +381,8 @@ class MemPalaceAdapter:
         self.mcp.tool_reconnect()
 
     def write(self, scope: str, at: str, messages: list) -> dict:
+        if self.kg:
+            return {"ids": self._agent_turn(scope, at, messages)}
         path = self._next(scope, "session", ".jsonl")
         session = path.stem
         with path.open("w", encoding="utf-8") as f:
@@ -217,14 +410,20 @@ class MemPalaceAdapter:
                 for r in res.get("results", [])]
 
     def door(self, query: str, scope: str, door: str, at: str) -> dict:
+        if self.kg:
+            return self._kg_door(scope)
         res = self._search(query, scope)
         shown = {k: v for k, v in res.items() if k != "query"}  # the agent's own query, echoed back: not memory
         return {"text": json.dumps(shown, indent=2, ensure_ascii=False), "items": self._items(res)}
 
     def recall(self, query: str, scope: str, k: int, at: str) -> dict:
+        if self.kg:
+            return {"items": self._kg_door(scope, k)["items"]}
         return {"items": self._items(self._search(query, scope, k))}
 
     def forget(self, scope: str, at: str, text: str) -> dict:
+        if self.kg:
+            return {"ids": self._kg_forget(scope, at, text)}
         hits = [r for r in self._search(text, scope, FORGET_SEARCH)["results"]
                 if coverage(text, r["text"]) >= FORGET_COVERAGE]
         ids = []
@@ -273,6 +472,10 @@ class MemPalaceAdapter:
 
     def probe(self, store: str, scope: str, needle: dict) -> dict:
         token = needle["token"]
+        if self.kg and store == "kg-sqlite":
+            self._use(scope)
+            hits = self._sqlite_hits(self._palace_of(scope) / "knowledge_graph.sqlite3", token)
+            return {"state": "present" if hits else "absent", "evidence": hits}
         if store == "drawers":
             drawers = self._scope_drawers(scope)
             items = [{"id": i, "text": doc, "kind": f"drawer ({meta.get('ingest_mode', '?')})"}

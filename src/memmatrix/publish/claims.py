@@ -203,7 +203,8 @@ def measured(paths: list[Path], config: Config) -> list[Measured]:
         runtime, options, cases, plain = folder_setup(Path(path).parent.name)
         if not plain or runtime != stamp["runtime"]["name"]:
             continue  # a seed, a model ablation, a proxy or replay run: claims read the oracle's plain runs
-        rows = [{"id": c["id"], "cells": {cell["step"]: cell for cell in c["cells"]}} for c in result["cases"]]
+        rows = [{"id": c["id"], "shape": c.get("shape", ""), "cells": {cell["step"]: cell for cell in c["cells"]}}
+                for c in result["cases"]]
         out.append(Measured(stamp["system"]["name"], stamp["system"]["version"], stamp["protocol"]["name"], runtime,
                             Path(path), options, cases, rows))
     return out
@@ -241,7 +242,10 @@ def case_outcome(cells: dict[str, dict], test: dict) -> tuple[str, str]:
 def test_status(m: Measured, test: dict) -> dict:
     counts = {AGREE: 0, AGAINST: 0, OPEN: 0}
     why: dict[str, list[str]] = {AGAINST: [], OPEN: []}
+    shapes = set(test.get("shapes") or [])
     for row in m.rows:
+        if shapes and row.get("shape") not in shapes:
+            continue  # the test reads the cases of the shapes the claim is about
         outcome, reason = case_outcome(row["cells"], test)
         counts[outcome] += 1
         if outcome in why and reason:
@@ -349,12 +353,26 @@ def _releases(tests: list[dict], mine: list[Measured], home: Path | None) -> lis
 
 
 def _headline(lines: list[dict]) -> dict:
+    """The newest release's status: each test's cases added up over the runtimes that measured it there (a test
+    one runtime did not measure is not "not measured" when another did)."""
     if not lines:
         return {"status": NOT_MEASURED, "summary": NOT_MEASURED, "at": None}
     newest = max(version_key(r["version"]) for r in lines)
     top = [r for r in lines if version_key(r["version"]) == newest]
-    cells = [c for r in top for c in r["cells"]]
-    return {"status": combine([r["status"] for r in top]), "summary": summary(cells), "at": top[0]["version"]}
+    cells = []
+    for i in range(len(top[0]["cells"])):
+        measured_here = [r["cells"][i] for r in top if r["cells"][i]["status"] != NOT_MEASURED]
+        if not measured_here:
+            cells.append(top[0]["cells"][i])
+            continue
+        merged = {**measured_here[0]}
+        for k in ("agree", "against", "decided", "undecided"):
+            merged[k] = sum(c[k] for c in measured_here)
+        merged["why_undecided"] = [w for c in measured_here for w in c["why_undecided"]][:3]
+        merged["status"] = combine([c["status"] for c in measured_here])
+        cells.append(merged)
+    return {"status": combine([c["status"] for c in cells if c["status"] != NOT_MEASURED] or [NOT_MEASURED]),
+            "summary": summary(cells), "at": top[0]["version"]}
 
 
 def _shown(path: Path, home: Path | None) -> str:

@@ -18,7 +18,9 @@ def test_label(t: dict) -> str:
     if t.get("setup"):
         extra.append("setup " + ", ".join(f"{k}={v}" for k, v in sorted(t["setup"].items())))
     if t.get("cases"):
-        extra.append(f"cases {t['cases']}")
+        extra.append(f"cases {t['cases']}" + (f" ({', '.join(t['shapes'])})" if t.get("shapes") else ""))
+    elif t.get("shapes"):
+        extra.append(f"shapes {', '.join(t['shapes'])}")
     return f"{what} expects {t['expect']}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
