@@ -176,6 +176,52 @@ def test_the_oracle_module_hash_of_another_module(tree, cfg):
     assert "oracle.py" in problems_of(tree / MEM0, cfg)
 
 
+def _code_hash_with_yaml(yaml_bytes: bytes) -> str:
+    """The reference folder's code hash as a run takes it, with system.yaml holding ``yaml_bytes``."""
+    from memmatrix.evidence.identity import _checkout_folder, _snapshot
+    files = dict(_checkout_folder(ROOT / "systems" / "reference")["files"])
+    files["system.yaml"] = sha256_bytes(yaml_bytes)
+    return _snapshot(files)["code"]
+
+
+def _git_show(spec: str) -> bytes | None:
+    import subprocess
+    done = subprocess.run(["git", "-C", str(ROOT), "show", spec], capture_output=True)
+    return done.stdout if done.returncode == 0 else None
+
+
+def test_a_folder_with_an_earlier_committed_system_yaml_is_found_and_named(tree, cfg):
+    """system.yaml also records what is learnt after a run (release changes, notes): a run made before such an
+    entry was committed is found at the commit whose system.yaml it had, and the note says what changed since."""
+    import subprocess
+    log = subprocess.run(["git", "-C", str(ROOT), "log", "--format=%H", "--", "systems/reference/system.yaml"],
+                         capture_output=True, text=True).stdout.split()
+    now = (ROOT / "systems" / "reference" / "system.yaml").read_bytes()
+    earlier = next(((c, b) for c in log if (b := _git_show(f"{c}:systems/reference/system.yaml")) not in (None, now)),
+                   None)
+    if earlier is None:
+        pytest.skip("no git history of systems/reference/system.yaml in this checkout")
+    run = tree / REFERENCE
+    result, records, model = load(run)
+    for where in (result["stamp"]["system"], records[0]["system"]):
+        where["code_sha256"] = _code_hash_with_yaml(earlier[1])
+    reseal(run, result, records, model)
+    remarks: list[str] = []
+    assert verify_result(run / "result.json", cfg, remarks) == []
+    assert any(f"with the system.yaml of commit {earlier[0][:12]}" in r and "since changed:" in r for r in remarks), \
+        remarks
+
+
+def test_a_folder_with_a_system_yaml_never_committed_is_refused(tree, cfg):
+    run = tree / REFERENCE
+    result, records, model = load(run)
+    edited = (ROOT / "systems" / "reference" / "system.yaml").read_bytes() + b"# edited after the fact\n"
+    for where in (result["stamp"]["system"], records[0]["system"]):
+        where["code_sha256"] = _code_hash_with_yaml(edited)
+    reseal(run, result, records, model)
+    assert "the stamp's system folder is neither the checkout's systems/reference" in problems_of(run, cfg)
+
+
 def test_compose_relabelled_embedded_is_only_told_by_a_signature(tree, cfg, tmp_path, capsys):
     """A deterministic system answers the same under both runtimes, so nothing in the result can tell a compose run
     relabelled embedded: only CI's signature can. Unsigned, verify --attested-by refuses it."""

@@ -131,9 +131,17 @@ def _wanted(system: dict, meta: dict) -> dict[str, str]:
     return want
 
 
+def _generated_lock(snapshot: dict, want: dict[str, str], system: dict) -> dict[str, str]:
+    """``want`` without the lock of a swept release the folder commits no lock for: that lock was generated from the
+    releases block (``ensure_lock``), and the folder's code hash, which covers that block, binds it."""
+    lock = f"locks/{system['version']}.txt"
+    return {k: v for k, v in want.items() if not (k == lock and k not in snapshot["files"])}
+
+
 def _matches(snapshot: dict, system: dict, want: dict[str, str]) -> list[str]:
     """What of the stamp's hashes a folder snapshot disagrees with."""
     out = []
+    want = _generated_lock(snapshot, want, system)
     if system.get("code_sha256") and snapshot["code"] != system["code_sha256"]:
         out.append(f"code_sha256 {system['code_sha256'][:12]}… (the folder hashes to {snapshot['code'][:12]}…)")
     for rel, h in want.items():
@@ -141,6 +149,48 @@ def _matches(snapshot: dict, system: dict, want: dict[str, str]) -> list[str]:
         if have != h:
             out.append(f"{rel} {h[:12]}… (the folder's is {have[:12] + '…' if have else 'missing'})")
     return out
+
+
+def _yaml_versions(home: Path, rel: str) -> list[tuple[str, str]]:
+    """Every committed version of a folder's system.yaml, newest first: (commit, sha256 of the file)."""
+    out = []
+    for c in (_git(home, "log", "--format=%H", "--", f"{rel}/system.yaml") or "").split():
+        blob = _git(home, "show", f"{c}:{rel}/system.yaml", binary=True)
+        if blob is not None:
+            out.append((c, sha256_bytes(blob)))
+    return out
+
+
+def _with_earlier_yaml(home: Path, rel: str, commits: tuple[str, ...], checkout: dict, system: dict,
+                       want: dict[str, str]):
+    """A run whose code files are those of a commit (or of the checkout) but whose system.yaml is another committed
+    one: system.yaml also records what is learnt after a run (the release changes a sweep found, notes), and the
+    stamp's code hash covers it. Only system.yaml is varied, and only over its committed versions: every other file
+    must be the commit's. Returns ((commit, snapshot), yaml commit) or (None, None)."""
+    yamls = _yaml_versions(home, rel)
+    for c in ("checkout", *commits):
+        snap = checkout if c == "checkout" else folder_at(home, c, rel)
+        if snap is None:
+            continue
+        for yc, yh in yamls:
+            if yh == snap["files"].get("system.yaml"):
+                continue
+            trial = {**_snapshot({**snap["files"], "system.yaml": yh}), "sources": snap.get("sources", {})}
+            if not _matches(trial, system, want):
+                return (c, trial), yc
+    return None, None
+
+
+def _yaml_change(home: Path, rel: str, then: str) -> str:
+    """What differs between the run's system.yaml (at commit ``then``) and the checkout's: the top-level entries."""
+    import yaml
+    try:
+        old = yaml.safe_load(_git(home, "show", f"{then}:{rel}/system.yaml") or "") or {}
+        new = yaml.safe_load((home / rel / "system.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return "its entries could not be compared"
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return "since changed: " + (", ".join(keys) if keys else "only its comments or layout")
 
 
 def folder_problems(stamp: dict, records: list[dict], config: Config) -> tuple[list[str], list[str]]:
@@ -161,16 +211,22 @@ def folder_problems(stamp: dict, records: list[dict], config: Config) -> tuple[l
         sha = (stamp.get("harness") or {}).get("git_sha", "").split("-")[0]
         rel = folder.relative_to(config.home).as_posix() if folder.is_relative_to(config.home) else None
         known = bool(sha and rel and commit_exists(config.home, sha))
-        found = next(((c, snap) for c in (_after(config.home, sha, rel) if known else [])
+        commits = _after(config.home, sha, rel) if known else ()
+        found = next(((c, snap) for c in commits
                       if (snap := folder_at(config.home, c, rel)) is not None and not _matches(snap, system, want)),
                      None)
+        yaml_at = None
+        if found is None and known:
+            found, yaml_at = _with_earlier_yaml(config.home, rel, commits, snapshot, system, want)
         if found is None:
             where = f"the checkout's {rel} nor at commit {sha[:12]} or any later commit" if known else \
                 f"the checkout's {rel}"
             return [f"the stamp's system folder is neither {where}: {'; '.join(here[:3])}"], []
         commit, snapshot = found
-        remarks.append(f"the system folder is {rel} at commit {commit[:12]}" + (" (the run's)" if commit == sha else
-                                                                               f" (the run was made on {sha[:12]})"))
+        remarks.append(f"the system folder is {rel} at {commit[:12] if commit != 'checkout' else 'the checkout'}"
+                       + (" (the run's commit)" if commit == sha else f" (the run was made on {sha[:12]})")
+                       + (f", with the system.yaml of commit {yaml_at[:12]} ({_yaml_change(config.home, rel, yaml_at)})"
+                          if yaml_at else ""))
     return implemented_problems(snapshot["sources"], system.get("adapter", ""), records), remarks
 
 
@@ -319,11 +375,15 @@ def variant_problems(path: Path, stamp: dict, config: Config) -> list[str]:
 
 # ---------------------------------------------------------------- model traffic
 def model_traffic_problems(result: dict, model_records: list[dict], stamp: dict, config: Config) -> list[str]:
-    """A system with oracle dialects calls a model, and a judged run asks its judge the suite: their model
-    transcripts cannot be empty."""
+    """A system with oracle dialects calls a model (in the setups its ``model_calls_when`` names, when it names
+    some), and a judged run asks its judge the suite: their model transcripts cannot be empty."""
     out = []
     folder = system_folder(config, stamp["system"]["name"])
-    calls_model = folder is not None and bool(load_system_yaml(folder, config).get("oracle"))
+    meta = load_system_yaml(folder, config) if folder is not None else {}
+    options = {**{k: o.get("default") for k, o in (meta.get("options") or {}).items()},
+               **(stamp["system"].get("options") or {})}
+    when = meta.get("model_calls_when")
+    calls_model = bool(meta.get("oracle")) and (not when or any(options.get(k) in v for k, v in when.items()))
     chats = [r for r in model_records if r.get("kind") == "chat"]
     if calls_model and not chats:
         out.append(f"{stamp['system']['name']} calls a model (its system.yaml names oracle dialects), but the result "
