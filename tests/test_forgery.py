@@ -423,3 +423,17 @@ def test_a_corrupt_compressed_transcript_is_one_line_and_the_others_are_still_ch
     out = capsys.readouterr().out
     assert f"FAIL {run / 'result.json'}" in out and "cannot be read" in out and "Traceback" not in out
     assert f"ok   {tree / REFERENCE / 'result.json'}" in out
+
+
+def test_an_adapter_outside_the_checkout_is_labelled_as_the_checkouts_folder_would_be(tmp_path):
+    """Re-running a result with its commit's system folder (MEMMATRIX_SYSTEMS=<worktree>/systems) labels the
+    adapter as the run did, so the re-run's transcript can match; a file in no systems root keeps its bare name."""
+    from memmatrix.run.request import portable
+
+    home = tmp_path / "checkout"
+    (home / "systems" / "mem0").mkdir(parents=True)
+    elsewhere = tmp_path / "old" / "systems" / "mem0"
+    elsewhere.mkdir(parents=True)
+    assert portable(home / "systems" / "mem0" / "adapter.py", home) == "systems/mem0/adapter.py"
+    assert portable(elsewhere / "adapter.py", home) == "systems/mem0/adapter.py"
+    assert portable(tmp_path / "mine" / "adapter.py", home) == "adapter.py"

@@ -12,6 +12,13 @@ retain call instead of on the server's worker 0.5 s later, so batches never depe
 ``POST .../memories/recall`` at its defaults with ``query_timestamp`` = the harness time, its JSON body verbatim.
 Forget deletes the documents whose facts state the request (``DELETE .../documents/{id}``: its facts, chunks and
 the observations built on them); the background job is ``POST .../consolidate``.
+
+Option ``forget_path`` picks another of Hindsight's own removal routes for that forget: ``retire`` curates each fact
+stating the request out of the active set (``PATCH .../memories/{id}`` with ``state: invalidated``: the row moves to
+``invalidated_memory_units``, the archive the ``retired-facts`` store reads), ``redact`` re-retains each document
+stating the request under its own ``document_id`` without the lines that state it (the documented upsert: an existing
+document and its memories are replaced by the new content). ``update`` is the memory edit route (``PATCH
+.../memories/{id}`` with the new ``text``: re-embedded, derived observations dropped, re-consolidated).
 """
 
 from __future__ import annotations
@@ -36,6 +43,17 @@ STORES = {
     "entities": [("entities", "true")],
     "llm-requests": [("llm_requests", "true")],
     "operations": [("async_operations", "true")],
+    "retired-facts": [("invalidated_memory_units", "true")],
+}
+#: option forget_path -> what the adapter's forget calls
+FORGET_PATHS = {
+    "document": "search-then-delete: recall, then DELETE .../documents/{id} for every document with a fact stating the "
+                "request (Hindsight deletes by document)",
+    "retire": "search-then-retire: recall, then PATCH .../memories/{id} with state 'invalidated' on every fact stating "
+              "the request (Hindsight's curation: the fact moves to the archive of retired facts)",
+    "redact": "search-then-redact: recall, then retain again, under the same document_id, each document with a fact "
+              "stating the request, without the lines that state it (Hindsight's upsert replaces the document and its "
+              "memories); a document left with no line is deleted (DELETE .../documents/{id})",
 }
 
 
@@ -44,6 +62,10 @@ class HindsightAdapter:
         self.version = installed("hindsight-api-slim")
         self.data = Path(config["data_dir"]).resolve() / "hindsight"
         self.data.mkdir(parents=True, exist_ok=True)
+        self.forget_path = (config.get("options") or {}).get("forget_path", "document")
+        if self.forget_path not in FORGET_PATHS:
+            raise ValueError(f"option forget_path={self.forget_path!r} is not one of {sorted(FORGET_PATHS)}; "
+                             "pick one of those")
         model = config["model"]
         external = os.environ.get("HINDSIGHT_API_DATABASE_URL")  # compose: the Postgres service
         self.pg = None if external else Pg0(self.data / "postgres")
@@ -108,12 +130,19 @@ class HindsightAdapter:
                  .get("final"), "document_id": r.get("document_id"), "mentioned_at": r.get("mentioned_at")}
                 for r in results]
 
-    def _next_document(self, scope: str) -> str:
-        counter = self.data / "documents" / scope
-        counter.parent.mkdir(parents=True, exist_ok=True)
-        n = int(counter.read_text()) + 1 if counter.exists() else 1
-        counter.write_text(str(n))
-        return f"conversation-{n:04d}"
+    def _next_document(self, scope: str, at: str) -> str:
+        """A new document id of the scope, its write time kept (a redacting forget retains it again at that time)."""
+        book = self._book(scope)
+        book["n"] += 1
+        doc = f"conversation-{book['n']:04d}"
+        book["at"][doc] = at
+        (self.data / "documents" / f"{scope}.json").write_text(json.dumps(book))
+        return doc
+
+    def _book(self, scope: str) -> dict:
+        path = self.data / "documents" / f"{scope}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return json.loads(path.read_text()) if path.exists() else {"n": 0, "at": {}}
 
     # ------------------------------------------------------------------ contract
     def capabilities(self) -> dict:
@@ -123,9 +152,7 @@ class HindsightAdapter:
             "operations": {
                 "settle": {"support": "supported"},
                 "recall": {"support": "supported"},
-                "forget": {"support": "emulated", "reason": "search-then-delete: recall, then DELETE "
-                           ".../documents/{id} for every document with a fact stating the request (Hindsight deletes "
-                           "by document)"},
+                "forget": {"support": "emulated", "reason": FORGET_PATHS[self.forget_path]},
                 "update": {"support": "emulated", "reason": "search-then-update: PATCH .../memories/{id} with the new "
                            "text on the fact stating the request"},
                 "run_background_jobs": {"support": "supported"},
@@ -147,6 +174,9 @@ class HindsightAdapter:
                 {"name": "llm-requests", "kind": "log",
                  "description": "the bank's rows of llm_requests: every prompt and reply (LLM tracing, on by default)"},
                 {"name": "operations", "kind": "log", "description": "the bank's async_operations and their payloads"},
+                {"name": "retired-facts", "kind": "sql",
+                 "description": "the bank's retired facts (invalidated_memory_units: the archive curation moves an "
+                                "invalidated fact to, its text kept, its embedding dropped)"},
             ],
             "background_jobs": [{"name": "consolidation"}],
             "qualifiers": [],
@@ -171,6 +201,10 @@ class HindsightAdapter:
             "text and in the consolidation prompts, so transcript hashes differ while verdicts do not",
             "a scope never written to has no bank: recall answers 404 'Bank ... not found', and the door hands over "
             "that answer with no memory (what an integrator asking for a new user's memories gets)",
+            f"forget path (option forget_path={self.forget_path}; the default, document, is the delete Hindsight "
+            f"documents): {FORGET_PATHS[self.forget_path]}",
+            "update: the memory edit route, PATCH .../memories/{id} with the new text only (entities, dates and context "
+            "left as they were), on the first fact of the recall that states the request",
         ]
 
     def reset(self) -> None:
@@ -183,7 +217,7 @@ class HindsightAdapter:
             f.unlink()
 
     def write(self, scope: str, at: str, messages: list) -> dict:
-        doc = self._next_document(scope)
+        doc = self._next_document(scope, at)
         content = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
         self._call("POST", f"{PREFIX}/{scope}/memories",
                    {"items": [{"content": content, "timestamp": at, "document_id": doc}]})
@@ -207,10 +241,32 @@ class HindsightAdapter:
                 if r.get("type") != "observation" and coverage(text, r["text"]) >= FORGET_COVERAGE]
 
     def forget(self, scope: str, at: str, text: str) -> dict:
-        docs = list(dict.fromkeys(r["document_id"] for r in self._matching(scope, text, at) if r.get("document_id")))
+        hits = self._matching(scope, text, at)
+        if self.forget_path == "retire":
+            for r in hits:
+                self._call("PATCH", f"{PREFIX}/{scope}/memories/{r['id']}",
+                           {"state": "invalidated", "reason": "the user asked to forget it"})
+            return {"ids": [r["id"] for r in hits]}
+        docs = list(dict.fromkeys(r["document_id"] for r in hits if r.get("document_id")))
         for doc in docs:
+            if self.forget_path == "redact" and self._redact(scope, doc, text):
+                continue
             self._call("DELETE", f"{PREFIX}/{scope}/documents/{doc}")
         return {"ids": docs}
+
+    def _redact(self, scope: str, doc: str, text: str) -> bool:
+        """Retain the document again under its id and write time without the lines that state ``text`` (the line
+        covering most of the request's words, then the next, until the rest no longer covers it). False when no
+        line would be left: the caller deletes the document."""
+        lines = json.loads(self._call("GET", f"{PREFIX}/{scope}/documents/{doc}"))["original_text"].splitlines()
+        while lines and coverage(text, "\n".join(lines)) >= FORGET_COVERAGE:
+            lines.remove(max(lines, key=lambda line: coverage(text, line)))
+        if not lines:
+            return False
+        at = self._book(scope)["at"].get(doc)
+        self._call("POST", f"{PREFIX}/{scope}/memories",
+                   {"items": [{"content": "\n".join(lines), "timestamp": at, "document_id": doc}]})
+        return True
 
     def update(self, scope: str, at: str, text: str, new_text: str) -> dict:
         hits = self._matching(scope, text, at)[:1]

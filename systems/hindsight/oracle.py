@@ -6,7 +6,9 @@ prompt, "Return valid json only." before the user message). Calls are told apart
   ``what`` is the fact's own statement, ``who`` the user, ``when`` the stated end of a bounded fact ("until
   <day>") and N/A otherwise, ``fact_kind`` conversation, ``fact_type`` world, ``entities`` "user" (the prompt:
   "always include user when the fact is about the user"), the object the subject names, and the value when it
-  is a name (people, places, organisations; not a code or a number). Greetings and chatter give no fact.
+  is a name (people, places, organisations; not a code or a number). Greetings and chatter give no fact. A
+  document retained again without some of its lines (option ``forget_path=redact``) is what is left of a known
+  write: every user line one of that write's messages; it states the write's facts whose value it still holds.
 - Consolidation (``engine/consolidation``): "You are a memory consolidation system." New facts come as
   ``[<uuid>] <text> (...)`` lines, existing observations as a JSON array with their ids. A careful model
   follows the prompt's rules: a fact with no observation of the same facet (subject and attribute) creates one,
@@ -27,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 
-from memmatrix.model.dialects.common import Reply, message_text, messages_of, norm
+from memmatrix.model.dialects.common import Reply, contains, message_text, messages_of, norm
 
 _FACT_LINE = re.compile(r"^\[([0-9a-fA-F-]{36})\] (.*?)(?: \((?:occurred_start|occurred_end|mentioned_at)=.*\))?$", re.M)
 _NAME = re.compile(r"^[A-Z][^\W\d_]*(?:[ '-][A-Z][^\W\d_]*)*$")  # a name: capitalised words, no digit
@@ -59,6 +61,17 @@ def _entities(fact: dict) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _remnant(chunk: str, gold) -> list[dict] | None:
+    """The facts a redacted document still states: None unless it holds user lines and every one is a message of
+    a write whose other messages were taken out (a write found whole is ``writes_in``'s); its facts whose value
+    the remnant still holds."""
+    users = {norm(line.split(":", 1)[1]) for line in chunk.splitlines() if line.startswith("user:")}
+    writes = [w for w in gold.writes if users and users < set(w.messages)]
+    if not users or not writes:
+        return None
+    return [f for w in writes for f in w.facts if contains(chunk, f["value"])]
+
+
 class Extract:
     name = "hindsight-extract"
 
@@ -69,12 +82,15 @@ class Extract:
     @staticmethod
     def answer(request: dict, gold) -> Reply:
         chunk = _user(request).split("\nContent:\n", 1)[-1]
+        stated, matched = gold.facts_in(chunk), bool(gold.writes_in(chunk))
+        if not matched and (left := _remnant(chunk, gold)) is not None:
+            stated, matched = list({(f["subject"], f["attribute"], f["value"]): f for f in left}.values()), True
         facts = []
-        for f in gold.facts_in(chunk):
+        for f in stated:
             facts.append({"what": f["statement"], "when": f"until {f['valid_to'][:10]}" if f.get("valid_to") else "N/A",
                           "where": "N/A", "who": "user", "why": "N/A", "fact_kind": "conversation",
                           "fact_type": "world", "entities": _entities(f), "causal_relations": []})
-        return Reply.json(Extract.name, bool(gold.writes_in(chunk)), {"facts": facts})
+        return Reply.json(Extract.name, matched, {"facts": facts})
 
 
 def _topic(fact: dict | None) -> tuple[str, str] | None:

@@ -10,9 +10,13 @@ between releases is detected from the installed source (compat.py).
 One ``letta_v1_agent`` per scope, named by the scope, with the archival tools attached. A write is the
 conversation sent to the agent as its input messages: the agent (the oracle playing a careful model,
 systems/letta/oracle.py) stores what it wants with its own tools. The door is what Letta puts in the
-agent's context: its compiled core memory, plus what ``archival_memory_search`` returns for the query
-(the REST search runs the tool's own function). Forget uses Letta's delete paths; stores are probed
-with SQL on Letta's Postgres.
+agent's context: its compiled core memory, plus what ``archival_memory_search`` and ``conversation_search``
+return for the query (run through Letta's tool-run route). Forget uses Letta's delete paths; share attaches
+one block to both agents; stores are probed with SQL on Letta's Postgres.
+
+Options (system.yaml): ``forget_path``; ``provider_trace`` (on, Letta's default, or off); ``sleeptime`` (off,
+Letta's default, or on: each agent is created with ``enable_sleeptime``, Letta's sleep-time architecture, and
+the jobs op runs one sleep-time pass).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from compat import detect
 
 from postgres import Postgres, wait_ready
 from probes import STORES, audit_rows, probe_store, reset_all, server_versions
-from server import NON_DEFAULT_ENV, LettaClient, LettaError, LettaServer
+from server import NON_DEFAULT_ENV, TRACE_OFF, LettaClient, LettaError, LettaServer
+from sleeptime import SLEEPTIME_REMINDER, stringify
 
 FORGET_COVERAGE = 0.8
 EMBEDDING = "openai/text-embedding-3-small"
@@ -48,6 +53,13 @@ def tool_texts(ret: str) -> list[str]:
         return [ret]
     return [json.dumps(r, ensure_ascii=False) if not isinstance(r, str) else r for r in data]
 SUMMARIZE = {"mode": "all"}
+#: the adapter's options (system.yaml `options`), each with its choices, the vendor's default first
+OPTIONS = {"forget_path": ("passages_and_blocks", "agent_delete"), "provider_trace": ("on", "off"),
+           "sleeptime": ("off", "on")}
+#: the label of the block share creates (labels are unique per agent: a second one takes a number)
+SHARED = "shared"
+SLEEPTIME = "sleeptime_agent"  # the agent_type of a sleep-time agent
+RUNNING = ("created", "running")
 #: what Letta's handle path clips a model's context window to before 0.16.6 (global_max_context_window_limit),
 #: applied where the model is passed as its LLMConfig (before 0.16.2)
 CONTEXT_LIMIT = 32000
@@ -65,6 +77,25 @@ FORGET_PATHS = {
         "the scope's whole agent is deleted (DELETE /agents/{id}): Letta's way to forget everything of one "
         "user, one agent per scope; the twin goes with it, and a later write creates a new agent"),
 }
+SHARE_HOW = (
+    "the core-memory lines covering the request are moved out of the source agent's blocks into a block labelled "
+    f"'{SHARED}' (POST /blocks/, or PATCH /blocks/{{id}} when the source already has one) attached to both agents "
+    "(PATCH /agents/{id}/core-memory/blocks/attach/{block_id}), Letta's own way to share memory between agents; "
+    "when no block line covers it, the covering archival passages' text goes into that block. Block edits go "
+    "through PATCH /blocks/{id} where that route rebuilds the prompt of every agent the block is attached to "
+    "(before, the agent's label route, which rebuilds the editing agent's), so a line removed through one agent "
+    "is gone for every agent the block is attached to")
+SLEEPTIME_HOW = (
+    "each agent is created with enable_sleeptime (Letta's sleep-time architecture: the main agent keeps "
+    "conversation_search and the archival tools the adapter attaches, and gets send_message; a sleep-time agent "
+    "'<scope>-sleeptime' shares its blocks and edits them, run by Letta after every 5th turn, from the first); "
+    "settle waits for the sleep-time runs a write started (GET /runs/{id})")
+SLEEPTIME_PASS = (
+    "one sleep-time pass per main agent, run to its end: Letta starts one only after a main-agent turn (every 5th); "
+    "no route starts one, so the adapter sends the sleep-time agent the message Letta's SleeptimeMultiAgentV4 "
+    "sends it (its system reminder, then the main agent's messages since the group's last processed message, "
+    "rendered as Letta's stringify_message renders them) through POST /agents/{id}/messages; the group's "
+    "last processed message is not moved (no route sets it)")
 
 
 class LettaAdapter:
@@ -77,9 +108,16 @@ class LettaAdapter:
                              "which the context door needs; system.yaml declares it not drivable")
         model = self.model = config["model"]
         self.llm = f"openai-proxy/{model['chat_model']}"
-        self.forget_path = (config.get("options") or {}).get("forget_path", "passages_and_blocks")
-        if self.forget_path not in FORGET_PATHS:
-            raise ValueError(f"option forget_path={self.forget_path!r} is not one of {sorted(FORGET_PATHS)}")
+        options = {k: str(v) for k, v in (config.get("options") or {}).items()}
+        for key, value in options.items():
+            if key not in OPTIONS:
+                raise ValueError(f"option {key!r} is not one of Letta's adapter options {sorted(OPTIONS)}")
+            if value not in OPTIONS[key]:
+                raise ValueError(f"option {key}={value!r} is not one of {list(OPTIONS[key])}")
+        self.forget_path = options.get("forget_path", OPTIONS["forget_path"][0])
+        self.provider_trace = options.get("provider_trace", OPTIONS["provider_trace"][0])
+        self.sleeptime = options.get("sleeptime", OPTIONS["sleeptime"][0]) == "on"
+        self.runs: list[str] = []  # sleep-time runs the writes started that settle has not yet seen end
         state = Path(config["data_dir"]) / "letta"
         state.mkdir(parents=True, exist_ok=True)
         self.log = open(state / "letta.log", "a", encoding="utf-8")
@@ -89,6 +127,9 @@ class LettaAdapter:
         remote = os.environ.get("LETTA_BASE_URL")
         try:
             if remote:  # a running server and its Postgres (the compose runtime's services): used, never stopped
+                if self.provider_trace == "off":
+                    raise LettaError("option provider_trace=off sets the Letta server's environment, which the compose "
+                                     "runtime's letta service fixes in systems/letta/compose.yaml: run it embedded")
                 self.pg_uri = os.environ.get("LETTA_PG_URI") or ""
                 if not self.pg_uri:
                     raise LettaError("LETTA_BASE_URL is set but LETTA_PG_URI is not; the probes read Letta's "
@@ -103,7 +144,8 @@ class LettaAdapter:
                 t = time.monotonic()
                 self.pg_uri = self.pg.start()
                 self.timings["postgres_s"] = round(time.monotonic() - t, 1)
-                self.server = LettaServer(state, self.pg_uri, model, self.log)
+                self.server = LettaServer(state, self.pg_uri, model, self.log,
+                                          TRACE_OFF if self.provider_trace == "off" else None)
                 t = time.monotonic()
                 self.server.migrate(self.version)
                 self.timings["migrate_s"] = round(time.monotonic() - t, 1)
@@ -131,6 +173,8 @@ class LettaAdapter:
                 "memory_blocks": [{"label": "human", "value": ""},
                                   {"label": "persona", "value": "I am a helpful assistant."}],
                 "tools": TOOLS}
+        if self.sleeptime:  # Letta's sleep-time architecture, as its guide enables it: at creation
+            body["enable_sleeptime"] = True
         body.update(self._model_fields())
         return self._api("POST", "/agents/", body)["id"]
 
@@ -157,7 +201,8 @@ class LettaAdapter:
         return out
 
     def _agents(self) -> list[dict]:
-        return self._api("GET", "/agents/", limit=1000) or []
+        """The scopes' agents (a sleep-time agent, ``<scope>-sleeptime``, belongs to its main agent)."""
+        return [a for a in self._api("GET", "/agents/", limit=1000) or [] if a.get("agent_type") != SLEEPTIME]
 
     def _blocks(self, agent: str) -> list[dict]:
         return self._api("GET", f"/agents/{agent}/core-memory/blocks") or []
@@ -171,7 +216,6 @@ class LettaAdapter:
 
     # ------------------------------------------------------------------ contract
     def capabilities(self) -> dict:
-        no = lambda why: {"support": "unsupported", "reason": why}  # noqa: E731
         return {
             "system": {"name": "letta", "version": self.version},
             "operations": {
@@ -181,11 +225,11 @@ class LettaAdapter:
                 "update": {"support": "emulated", "reason": (
                     "core-memory lines covering the request are rewritten by a block PATCH; archival passages covering "
                     "it are deleted and the new text inserted (Letta has no passage update)")},
-                "run_background_jobs": {"support": "supported"},
+                "run_background_jobs": {"support": "emulated", "reason": SLEEPTIME_PASS} if self.sleeptime
+                else {"support": "supported"},
                 "probe": {"support": "supported"},
                 "audit": {"support": "supported"},
-                "share": no("Letta has no share between agents short of attaching a block to both; no export of "
-                            "individual memories"),
+                "share": {"support": "emulated", "reason": SHARE_HOW},
                 "import_history": {"support": "supported"},
                 "write_concurrent": {"support": "supported"},
             },
@@ -195,7 +239,9 @@ class LettaAdapter:
                 "archival_memory_search and conversation_search (recall of the message history), each run "
                 "through POST /agents/{id}/tools/{name}/run at its defaults")}],
             "stores": [{"name": name, **meta} for name, meta in STORES.items()],
-            "background_jobs": [{"name": "summarize", "description": "POST /agents/{id}/summarize for every agent"}],
+            "background_jobs": [*([{"name": "sleeptime", "description": SLEEPTIME_PASS}] if self.sleeptime else []),
+                                {"name": "summarize", "description": "POST /agents/{id}/summarize for every agent "
+                                                                    "(main agents; not their sleep-time agents)"}],
             "qualifiers": [],
             "volatile_fields": ["timestamp", "created_at", "updated_at", "date"],
             "notes": [
@@ -203,9 +249,15 @@ class LettaAdapter:
                 f"{server_versions(self.pg_uri)}" + ("" if self.pg is None else " from the pgserver 0.1.4 wheel") +
                 f" (Letta {self.version} supports only Postgres), schema by `alembic upgrade head` from the letta "
                 "sdist's migrations (the official image's own copy under compose)",
-                *[f"{k}={v} (not Letta's default): with tracing on every successful tool step stalls 60 s on the "
-                  "provider-trace write; provider_traces is itself a copy of every LLM exchange, probed as a store"
+                *[f"{k}={v} (not Letta's default): Letta's NullPool opens a new asyncpg connection per session and "
+                  "some of those connects to a loopback Postgres hang for asyncpg's 60 s timeout inside a step (every "
+                  "step, through the provider-trace write that follows each LLM call); a pool reuses its connections"
                   for k, v in NON_DEFAULT_ENV.items()],
+                "provider tracing " + ("on (Letta's default): provider_traces holds every LLM request and response, "
+                                       "probed as a store" if self.provider_trace == "on" else
+                                       "off (option provider_trace=off, not Letta's default): "
+                                       + ", ".join(f"{k}={v}" for k, v in TRACE_OFF.items())
+                                       + ", so provider_traces stays empty"),
                 f"agent: letta_v1_agent (the default type), model {self.llm} (the gateway's chat model through "
                 f"Letta's openai provider{'' if self.f.model_handle else MODEL_AS_CONFIG}), embedding {EMBEDDING} "
                 f"(served by the gateway{'' if self.f.embedding_handle else EMBEDDING_AS_CONFIG}), blocks human (empty) and "
@@ -214,7 +266,8 @@ class LettaAdapter:
                 "write: the conversation as the agent's input messages (POST /agents/{id}/messages); what is stored "
                 "is the agent's choice through its tools; import: POST /agents/{id}/archival-memory of the "
                 "transcript (the passage API, no LLM), with the material's time as created_at",
-                self._job_note() + "; sleep-time agents stay off (Letta's default)",
+                self._job_note() + ("; sleep-time agents stay off (Letta's default)" if not self.sleeptime else
+                                    "; sleep-time agents on (option sleeptime=on, not Letta's default): " + SLEEPTIME_HOW),
                 "the harness clock cannot be passed to Letta (it stamps wall-clock times), except import's created_at",
                 f"forget path: {self.forget_path}",
                 "no LETTA_ENCRYPTION_KEY (Letta's default: secrets stored in plaintext; none are used here)",
@@ -242,8 +295,13 @@ class LettaAdapter:
         agent = self._agent(scope)
         msgs = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] in ("user", "assistant")]
         res = self._api("POST", f"/agents/{agent}/messages", {"messages": msgs})
-        return {"ids": [m["id"] for m in res.get("messages", []) if m.get("id")],
-                "stop_reason": (res.get("stop_reason") or {}).get("stop_reason")}
+        out = {"ids": [m["id"] for m in res.get("messages", []) if m.get("id")],
+               "stop_reason": (res.get("stop_reason") or {}).get("stop_reason")}
+        if self.sleeptime:  # the sleep-time runs this turn started (Letta answers before they end)
+            started = list((res.get("usage") or {}).get("run_ids") or [])
+            self.runs += started
+            out["sleeptime_runs"] = started
+        return out
 
     def write_concurrent(self, scope: str, at: str, writes: list) -> dict:
         """Each write a POST /agents/{id}/messages of its own to the one agent, sent together from threads, as
@@ -258,7 +316,23 @@ class LettaAdapter:
         return {"ids": [p["id"] for p in res or []], "path": "POST /agents/{id}/archival-memory"}
 
     def settle(self, timeout_s: float) -> dict:
-        return {"quiescent": True, "detail": "a message turn returns after the agent's tool calls are applied"}
+        if not self.sleeptime:
+            return {"quiescent": True, "detail": "a message turn returns after the agent's tool calls are applied"}
+        left = self._wait_runs(timeout_s)
+        if left:
+            return {"quiescent": False, "detail": f"sleep-time runs still {left} after {timeout_s:g} s"}
+        return {"quiescent": True, "detail": "a message turn returns after the agent's tool calls are applied, and "
+                                             "every sleep-time run it started has ended (GET /runs/{id})"}
+
+    def _wait_runs(self, timeout_s: float) -> dict:
+        """Polls the sleep-time runs the writes started (``usage.run_ids``) until each has ended; what is left."""
+        end = time.monotonic() + timeout_s
+        while True:
+            status = {r: (self._api("GET", f"/runs/{r}") or {}).get("status") for r in self.runs}
+            self.runs = [r for r, st in status.items() if st in RUNNING]
+            if not self.runs or time.monotonic() >= end:
+                return {r: status[r] for r in self.runs}
+            time.sleep(0.25)
 
     def _core(self, agent: str) -> tuple[str, list[dict]]:
         ctx = self._api("GET", f"/agents/{agent}/context")
@@ -286,7 +360,7 @@ class LettaAdapter:
         parts = [core]
         for tool in SEARCH_TOOLS:
             ret = self._run_tool(agent, tool, {"query": query})
-            parts.append(f"{tool}({json.dumps(query, ensure_ascii=False)}):\n{ret}")
+            parts.append(f"{tool}:\n{ret}")  # what the tool returned, never the query (it may quote the needle)
             items += [{"text": t, "kind": tool} for t in tool_texts(ret)]
         return {"text": "\n\n".join(parts), "items": items}
 
@@ -305,9 +379,18 @@ class LettaAdapter:
             if not hit:
                 continue
             kept = [ln for ln in lines if ln not in hit] + ([new_text] if new_text else [])
-            self._api("PATCH", f"/agents/{agent}/core-memory/blocks/{b['label']}", {"value": "\n".join(kept)})
+            self._set_block(agent, b, "\n".join(kept))
             ids.append(b["id"])
         return ids
+
+    def _set_block(self, agent: str, block: dict, value: str) -> dict:
+        """A block's new value, edited through ``agent``. Where Letta's block route rebuilds the system message of
+        every agent the block is attached to (compat ``block_rebuild``), PATCH /blocks/{id}; before, that route
+        rebuilds none, so the label route, which rebuilds the editing agent's (the others' stay stale until their
+        next step, as in that release)."""
+        if self.f.block_rebuild:
+            return self._api("PATCH", f"/blocks/{block['id']}", {"value": value})
+        return self._api("PATCH", f"/agents/{agent}/core-memory/blocks/{block['label']}", {"value": value})
 
     def _matching_passages(self, agent: str, text: str) -> list[dict]:
         return [p for p in self._passages(agent) if coverage(text, p.get("text") or "") >= FORGET_COVERAGE]
@@ -338,9 +421,66 @@ class LettaAdapter:
             ids += [p["id"] for p in self._api("POST", f"/agents/{agent}/archival-memory", {"text": new_text}) or []]
         return {"ids": ids + self._edit_blocks(agent, text, new_text)}
 
+    def share(self, scope: str, to_scope: str, at: str, text: str) -> dict:
+        src = self._agent(scope, create=False)
+        if src is None:
+            return {"ids": []}
+        dst = self._agent(to_scope)
+        blocks = self._blocks(src)
+        lines = []
+        for b in blocks:
+            if b["label"].startswith(SHARED):
+                continue
+            value = (b.get("value") or "").split("\n")
+            hit = [ln for ln in value if ln.strip() and coverage(text, ln) >= FORGET_COVERAGE]
+            if hit:
+                lines += hit
+                self._set_block(src, b, "\n".join(ln for ln in value if ln not in hit))
+        if not lines:
+            lines = [p["text"] for p in self._matching_passages(src, text)]
+        if not lines:
+            return {"ids": []}
+        taken = {b["label"]: b["id"] for a in (src, dst) for b in (blocks if a == src else self._blocks(a))}
+        # the source's own shared block, if the destination can take it (a label is unique per agent)
+        shared = next((b for b in blocks if b["label"].startswith(SHARED) and taken.get(b["label"]) == b["id"]), None)
+        if shared is None:
+            label = next(lb for lb in (SHARED, *(f"{SHARED}-{n}" for n in range(2, 1000))) if lb not in taken)
+            shared = self._api("POST", "/blocks/", {"label": label, "value": "\n".join(lines),
+                                                    "description": "memory shared between agents"})
+        else:
+            shared = self._set_block(src, shared, "\n".join([*(shared.get("value") or "").split("\n"), *lines]).strip("\n"))
+        for agent in (src, dst):
+            if not any(b["id"] == shared["id"] for b in (blocks if agent == src else self._blocks(agent))):
+                self._api("PATCH", f"/agents/{agent}/core-memory/blocks/attach/{shared['id']}")
+        return {"ids": [shared["id"]], "label": shared["label"]}
+
+    def _sleeptime_pass(self, main: dict) -> dict:
+        """One sleep-time pass for ``main`` (see SLEEPTIME_PASS), run to its end."""
+        group = (self._api("GET", f"/agents/{main['id']}") or {}).get("multi_agent_group") or {}
+        sleepers = [a for a in group.get("agent_ids") or [] if a != main["id"]]
+        if not sleepers:
+            return {"agent": main["name"], "sleeptime": "no sleep-time agent"}
+        msgs = self._api("GET", f"/agents/{main['id']}/messages", after=group.get("last_processed_message_id"),
+                         order="asc", limit=1000) or []
+        lines = [t for t in (stringify(m) for m in msgs) if t]
+        if not lines:
+            return {"agent": main["name"], "sleeptime": "nothing since the last processed message"}
+        out = []
+        for sleeper in sleepers:
+            res = self._api("POST", f"/agents/{sleeper}/messages",
+                            {"messages": [{"role": "user", "content": SLEEPTIME_REMINDER + "\n".join(lines)}]})
+            out.append({"messages": len(lines), "stop_reason": (res.get("stop_reason") or {}).get("stop_reason")})
+        return {"agent": main["name"], "sleeptime": out}
+
     def run_background_jobs(self, at: str) -> dict:
         outcomes = []
         settings = {**SUMMARIZE, "model": self.llm}
+        if self.sleeptime:
+            left = self._wait_runs(120)
+            if left:
+                outcomes.append({"sleeptime_runs_still": left})
+            for a in self._agents():  # a pass that fails fails the op: it did not run
+                outcomes.append(self._sleeptime_pass(a))
         for a in self._agents():
             try:
                 if self.f.compaction_request:
@@ -356,7 +496,7 @@ class LettaAdapter:
                 outcomes.append({"agent": a["name"], "messages_before": before, "messages_after": after})
             except LettaError as exc:
                 outcomes.append({"agent": a["name"], "error": str(exc)[:300]})
-        return {"jobs": ["summarize"], "detail": outcomes}
+        return {"jobs": ["sleeptime", "summarize"] if self.sleeptime else ["summarize"], "detail": outcomes}
 
     def _embed(self, text: str) -> list[float]:
         """The needle's vector as Letta gets one: the gateway's embeddings, for Letta's embedding model."""

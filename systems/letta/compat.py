@@ -30,6 +30,8 @@ class Features:
     compaction_agent: bool    # 0.16.0: an agent's compaction_settings (what a bare POST /summarize uses)
     compaction_request: bool  # 0.16.2: POST /summarize takes {compaction_settings}, answers a CompactionResponse
     summary_role: bool        # 0.16.5: compaction stores its summary as messages.role 'summary'
+    block_rebuild: bool       # 0.16.7: PATCH /blocks/{id} rebuilds the system message of every agent the block is
+                              # attached to (checked in the wheels 0.15.1 to 0.16.8; before, it rebuilds none)
 
 
 def detect() -> Features:
@@ -41,4 +43,5 @@ def detect() -> Features:
         compaction_agent="compaction_settings" in _src("schemas/agent.py"),
         compaction_request="class CompactionRequest" in agents,
         summary_role='summary = "summary"' in _src("schemas/enums.py"),
+        block_rebuild="_rebuild_system_prompts_for_connected_agents" in _src("services/block_manager.py"),
     )

@@ -14,6 +14,13 @@ The oracle plays a careful agent. Calls are recognised by what they offer and as
   repeated; once all are made the turn ends with a plain reply (letta_v1_agent needs no
   send_message). Argument names come from the tool schema the request offers (``new_string`` /
   ``old_string`` from 0.16.5, ``new_str`` / ``old_str`` before), never from a version.
+- a sleep-time agent's step (option sleeptime=on) offers ``memory_finish_edits`` and sends the system reminder of
+  Letta's SleeptimeMultiAgentV4 ("You are a sleeptime agent ...") with the main agent's messages quoted after
+  "Messages:". The careful sleep-time agent brings the shared ``human`` block up to date with every gold fact of
+  the writes quoted there, in order: a fact whose statement is not yet a line of the block is inserted
+  (``memory_insert``), or replaces the line holding the value it corrects or retracts (``memory_replace``), one
+  call per step; the block is read from the system prompt with the calls made since the reminder applied to it;
+  then ``memory_finish_edits`` ends the pass.
 - compaction (``POST /agents/{id}/summarize``, and the summarizer when the context overflows) asks
   for a summary of the transcript it quotes ("create/write a detailed summary" from 0.16.4, "write a
   summary that will allow you ... to resume" in 0.16.0 to 0.16.2, "summarize a history of previous
@@ -36,6 +43,8 @@ from memmatrix.model.dialects.common import Reply, all_text, message_text, messa
 
 MEMORY_TOOLS = {"archival_memory_insert", "memory_insert", "memory_replace", "core_memory_append",
                 "core_memory_replace"}
+CORE_TOOLS = {"memory_insert", "memory_replace", "core_memory_append", "core_memory_replace"}
+_SLEEPTIME_ASK = "you are a sleeptime agent"
 _SUMMARY_ASK = re.compile(r"\b(write|create) a (detailed |continuation )?summary\b"
                           r"|\bsummari[sz]e a history of previous messages\b", re.I)
 #: the names an argument has had, newest first: the request's tool schema says which one it takes
@@ -110,7 +119,8 @@ class AgentStep:
 
     @staticmethod
     def match(request: dict) -> bool:
-        return bool(set(tool_names(request)) & MEMORY_TOOLS) and not Summary.match(request)
+        return bool(set(tool_names(request)) & MEMORY_TOOLS) and not Summary.match(request) \
+            and not Sleeptime.match(request)
 
     @staticmethod
     def plan(fact: dict, human: list[str], tools: dict[str, set[str]]) -> list[tuple[str, dict]]:
@@ -134,11 +144,11 @@ class AgentStep:
         return calls
 
     @staticmethod
-    def call(name: str, args: dict, position: int) -> Reply:
+    def call(name: str, args: dict, position: int, dialect: str = "letta-agent-step") -> Reply:
         """One tool call with an id of its own: Letta drops tool messages whose call id repeats an earlier one."""
         arguments = json.dumps(args, ensure_ascii=False)
         digest = hashlib.sha256(f"{position}:{name}:{arguments}".encode()).hexdigest()[:16]
-        return Reply(AgentStep.name, True, tool_calls=[{"id": f"call_{digest}", "type": "function",
+        return Reply(dialect, True, tool_calls=[{"id": f"call_{digest}", "type": "function",
                                                          "function": {"name": name, "arguments": arguments}}])
 
     @staticmethod
@@ -166,6 +176,49 @@ class AgentStep:
         return Reply(AgentStep.name, True, content="Noted.")
 
 
+class Sleeptime:
+    name = "letta-sleeptime"
+
+    @staticmethod
+    def _reminder(request: dict) -> str | None:
+        users = [message_text(m) for m in messages_of(request) if m.get("role") == "user"]
+        return users[-1] if users and _SLEEPTIME_ASK in users[-1].casefold() else None
+
+    @staticmethod
+    def match(request: dict) -> bool:
+        return "memory_finish_edits" in tool_names(request) and Sleeptime._reminder(request) is not None
+
+    @staticmethod
+    def _apply(human: list[str], name: str, args: dict, tools: dict[str, set[str]]) -> list[str]:
+        new = _stored(args)
+        old = str(args.get(_name(tools.get(name, set()), "old"), args.get("old_content", "")) or "")
+        if name in ("memory_replace", "core_memory_replace") and old and _norm(old) in map(_norm, human):
+            return [new if _norm(ln) == _norm(old) else ln for ln in human]
+        return human if _norm(new) in map(_norm, human) else [*human, new]
+
+    @staticmethod
+    def answer(request: dict, gold) -> Reply:
+        msgs = messages_of(request)
+        reminder = Sleeptime._reminder(request) or ""
+        quoted = reminder.split("Messages:", 1)[-1]
+        writes = sorted(gold.writes_in(quoted), key=lambda w: (w.case, w.index))
+        users = [i for i, m in enumerate(msgs) if m.get("role") == "user"]
+        calls = [c for m in msgs[users[-1] + 1:] for c in (m.get("tool_calls") or [])]
+        tools = _params(request)
+        human = _human_lines("\n".join(message_text(m) for m in msgs if m.get("role") == "system"))
+        for c in calls:  # what this pass already did, whether or not the prompt shows it yet
+            if (c.get("function") or {}).get("name") in CORE_TOOLS:
+                human = Sleeptime._apply(human, c["function"]["name"], _args(c), tools)
+        done = {(c.get("function", {}).get("name"), _norm(_stored(_args(c)))) for c in calls}
+        for fact in (f for w in writes for f in w.facts):
+            if _norm(fact["statement"]) in map(_norm, human):
+                continue
+            for name, args in AgentStep.plan(fact, human, tools):
+                if name in CORE_TOOLS and (name, _norm(_stored(args))) not in done:
+                    return AgentStep.call(name, args, len(msgs), Sleeptime.name)
+        return AgentStep.call("memory_finish_edits", {}, len(msgs), Sleeptime.name)
+
+
 class Summary:
     name = "letta-summary"
 
@@ -190,4 +243,4 @@ class Summary:
 
 #: What the gateway tries for a run of this system, in order, after memmatrix's own dialects
 #: (system.yaml: ``oracle: oracle.py:DIALECTS``).
-DIALECTS = (Summary, AgentStep)
+DIALECTS = (Sleeptime, Summary, AgentStep)

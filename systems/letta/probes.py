@@ -1,7 +1,8 @@
 """Letta's stores, read with SQL on its Postgres (the REST API shows only live, linked records), reset and audit.
 
-A scope is an agent (agents.name). Stores that outlive their agent (orphaned blocks and archives,
-provider traces) are read across the whole database: the harness's needles are unique per case.
+A scope is an agent (agents.name) and, with the sleep-time option on, its sleep-time agent (``<scope>-sleeptime``,
+which shares its blocks and keeps messages and runs of its own). Stores that outlive their agent (orphaned blocks and
+archives, provider traces) are read across the whole database: the harness's needles are unique per case.
 """
 
 from __future__ import annotations
@@ -25,16 +26,18 @@ STORES = {
                                                             "nearest neighbour of the needle by cosine distance"},
     "orphaned-archives": {"kind": "text", "description": "passages of archives linked to no agent"},
     "recall-messages": {"kind": "buffer", "role": "primary", "description": (
-        "messages rows of the agent: text, content, tool calls and tool returns (what GET /messages lists and "
-        "conversation_search searches; reset-messages keeps them)")},
+        "messages rows of the agent (and of its sleep-time agent, with sleeptime=on): text, content, tool calls and "
+        "tool returns (what GET /messages lists and conversation_search searches; reset-messages keeps them)")},
     "summaries": {"kind": "text", "description": "summary messages written by compaction (messages.role summary; "
                                                  "before 0.16.5 a user-role system_alert quoting the summary)"},
-    "provider-traces": {"kind": "log", "description": "provider_traces: raw LLM requests and responses (written only "
-                                                      "with LETTA_TRACK_PROVIDER_TRACE on)"},
+    "provider-traces": {"kind": "log", "description": (
+        "provider_traces: every LLM request and response, as Letta's default (LETTA_TRACK_PROVIDER_TRACE on) writes "
+        "them after each call; read across the whole table (an agent's deletion leaves its traces; agent_id exists "
+        "only from 0.16.4); empty with the option provider_trace=off")},
     "steps-and-runs": {"kind": "log", "description": "steps and runs rows: errors, request configs and metadata"},
 }
 
-_AGENT = "SELECT id FROM agents WHERE name = %(scope)s"
+_AGENT = "SELECT id FROM agents WHERE name = %(scope)s OR name = %(scope)s || '-sleeptime'"
 _ARCHIVES = f"SELECT archive_id FROM archives_agents WHERE agent_id IN ({_AGENT})"
 QUERIES = {
     "core-memory": "SELECT b.label, b.value FROM block b JOIN blocks_agents ba ON ba.block_id = b.id "

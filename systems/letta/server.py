@@ -6,8 +6,8 @@
   ``alembic upgrade head`` runs on every start (a no-op on an up-to-date schema).
 - Or a running server (the compose runtime's letta service): ``LettaClient`` on its URL, left running.
 - The server: ``letta server`` on a free loopback port, HOME and LETTA_DIR inside the state folder,
-  the LLM and embeddings through the memmatrix gateway (OPENAI_BASE_URL, a dummy key),
-  LETTA_TRACK_PROVIDER_TRACE=false, tiktoken's files from the environment (``tiktoken_cache``). Health:
+  the LLM and embeddings through the memmatrix gateway (OPENAI_BASE_URL, a dummy key), a pooled
+  database engine (``NON_DEFAULT_ENV``), tiktoken's files from the environment (``tiktoken_cache``). Health:
   ``GET /v1/health/``.
 """
 
@@ -41,13 +41,17 @@ SDIST = {
     "0.16.7": "f7acef8f3e9bbbbf63582208f6ebf0ad9cd11869c79b204adaa20c9c3a0633b8",
     "0.16.8": "363e26989e552c859ce2e7961d484acee6fccfc1e7b16e8f644b1ae1ccd754a3",
 }
-#: what the adapter sets that is not Letta's default (everything else is), also stated in the declaration's notes
+#: what the adapter sets that is not Letta's default (everything else is), also stated in the declaration's notes.
+#: Letta's default (disable_sqlalchemy_pooling=True) opens a new asyncpg connection per session (NullPool), and
+#: there a connect runs with asyncpg's own 60 s timeout (the 30 s pg_pool_timeout is passed only to a pool). Some of
+#: those connects to a loopback Postgres hang until that timeout inside a step: with provider tracing on (Letta's
+#: default) the trace write awaited after every LLM call opens one, so every step stalls 60 s. A pool reuses its
+#: connections and neither stall happens (docs/research/letta-claims-setup.md).
 NON_DEFAULT_ENV = {
-    "LETTA_TRACK_PROVIDER_TRACE": "false",  # on, every successful tool step stalls 60 s on the trace write
-    # Letta's default opens a new asyncpg connection per session (NullPool); some of those connects to a
-    # loopback Postgres stall until asyncpg's 60 s timeout inside a step. A pool reuses connections.
     "LETTA_DISABLE_SQLALCHEMY_POOLING": "false",
 }
+#: the adapter option provider_trace=off (not the default): Letta writes no provider_traces rows
+TRACE_OFF = {"LETTA_TRACK_PROVIDER_TRACE": "false"}
 
 
 class LettaError(RuntimeError):
@@ -137,7 +141,7 @@ class LettaClient:
 
 
 class LettaServer(LettaClient):
-    def __init__(self, state: Path, pg_uri: str, model: dict, log):
+    def __init__(self, state: Path, pg_uri: str, model: dict, log, extra_env: dict | None = None):
         super().__init__("http://127.0.0.1:0")
         self.state = state
         self.log = log
@@ -150,7 +154,7 @@ class LettaServer(LettaClient):
                                                                  "NO_PROXY", "no_proxy") or k.startswith("LC_")}
         self.env = {**base, "HOME": str(home), "LETTA_DIR": str(home / ".letta"), "LETTA_PG_URI": f"{pg_uri}?sslmode=disable",
                     "OPENAI_BASE_URL": model["base_url"], "OPENAI_API_KEY": model["api_key"],
-                    "PYTHONDONTWRITEBYTECODE": "1", **tiktoken_cache(), **NON_DEFAULT_ENV}
+                    "PYTHONDONTWRITEBYTECODE": "1", **tiktoken_cache(), **NON_DEFAULT_ENV, **(extra_env or {})}
 
     def migrate(self, version: str) -> None:
         folder = migrations(version)

@@ -127,11 +127,16 @@ def adapter_config(req: RunRequest) -> dict:
 
 
 def portable(path: Path, home: Path) -> str:
-    """A path as committed artifacts may name it: relative to the checkout, else just its name."""
+    """A path as committed artifacts may name it: relative to the checkout; outside it, a file of a folder in a
+    ``systems`` root (MEMMATRIX_SYSTEMS, e.g. the system folder of an earlier commit checked out elsewhere to re-run
+    a result) as ``systems/<name>/<file>``, the same label the checkout's folder gives; else just its name."""
+    path = Path(path).resolve()
     try:
-        return str(Path(path).resolve().relative_to(home.resolve()))
+        return str(path.relative_to(home.resolve()))
     except ValueError:
-        return Path(path).name
+        if path.parent.parent.name == "systems":
+            return f"systems/{path.parent.name}/{path.name}"
+        return path.name
 
 
 def setup_of(stamp: dict) -> dict:
