@@ -26,6 +26,21 @@ done
 # Letta with its whole agent deleted as the forget (what an agent's deletion leaves behind)
 $mm run --replace --system letta --protocol deletion --option forget_path=agent_delete --out "$out"
 MEMMATRIX_MODEL_ORACLE_ABLATION=undated $mm run --replace --system graphiti --protocol contradiction --out "$out"
+# the setups vendor claims name (claims/*.yaml: a test's `setup` and `cases`), each a variant folder of its own
+$mm run --replace --system graphiti --protocol deletion --cases cases/deletion/shared-1.0.0.json --out "$out"
+$mm run --replace --system graphiti --protocol contradiction --cases cases/contradiction/phrasing-1.0.0.json --out "$out"
+for system in amem hindsight; do
+  $mm run --replace --system "$system" --protocol contradiction --cases cases/contradiction/update-1.0.0.json --out "$out"
+done
+$mm run --replace --system langmem --protocol contradiction --option memory_shape=profile --out "$out"
+$mm run --replace --system langmem --protocol deletion --option forget_path=ttl --out "$out"
+$mm run --replace --system mempalace --protocol contradiction --option memory=kg --out "$out"
+for path in retire redact; do
+  $mm run --replace --system hindsight --protocol deletion --option forget_path=$path --out "$out"
+done
+for option in provider_trace=off sleeptime=on; do
+  $mm run --replace --system letta --protocol deletion --protocol contradiction --option $option --out "$out"
+done
 # the generated sets (README "The breadth set", "Scale", "The breadth set and the density stream", "Contradiction
 # at scale"): every system that declares parallel instances runs on two; the scale sets on the systems the README
 # reports
