@@ -353,6 +353,22 @@ def test_harness_fields_forged(tree, cfg, field, value, says):
     assert says in problems_of(tree / MEM0, cfg)
 
 
+def test_a_run_made_outside_a_git_checkout_is_checked_against_the_checkouts_folder_only(tree, cfg):
+    """An installed package writes harness.git_sha 'unknown' (the Action's runs): no commit is checked, so the stamp's
+    system folder must be the checkout's: the reference's (unchanged since) verifies with a remark, mem0 2.2.1's
+    (edited since its run) is refused."""
+    result, records, model = load(tree / REFERENCE)
+    result["stamp"]["harness"]["git_sha"] = "unknown"
+    reseal(tree / REFERENCE, result, records, model)
+    remarks: list[str] = []
+    assert verify_result(tree / REFERENCE / "result.json", cfg, remarks) == []
+    assert any("outside a git checkout" in r for r in remarks), remarks
+    result, records, model = load(tree / MEM0)
+    result["stamp"]["harness"]["git_sha"] = "unknown"
+    reseal(tree / MEM0, result, records, model)
+    assert "neither the checkout's systems/mem0:" in problems_of(tree / MEM0, cfg)
+
+
 def test_dates_forged(tree, cfg):
     result, records, model = load(tree / MEM0)
     result["stamp"]["started_at"], result["stamp"]["finished_at"] = "2026-12-01T10:00:00Z", "2026-11-30T10:00:00Z"

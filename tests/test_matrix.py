@@ -58,7 +58,9 @@ def _artifact(tmp_path, name):
 
 def test_merge_verifies_every_run_and_copies_each_once(tmp_path, capsys):
     a, b = _artifact(tmp_path, "a"), _artifact(tmp_path, "b")   # the same run downloaded twice
+    (a / "deletion" / "reference" / "1.0" / ".memmatrix.lock").write_text("")   # the runner's own (empty) lock
     assert main(["merge", str(tmp_path / "merged"), str(a), str(b)]) == 0
+    assert not (tmp_path / "merged" / "deletion" / "reference" / "1.0" / ".memmatrix.lock").exists()
     assert (tmp_path / "merged" / "deletion" / "reference" / "1.0" / "embedded" / "result.json").is_file()
     assert main(["verify", str(tmp_path / "merged")]) == 0
     forged = _artifact(tmp_path, "forged")
@@ -103,6 +105,8 @@ RUN_REL = Path("deletion") / "reference" / "1.0" / "embedded"
     (lambda a: ((a / ".github" / "workflows").mkdir(parents=True),
                 (a / ".github" / "workflows" / "evil.yml").write_text("on: push")), ".github: not a protocol's folder"),
     (lambda a: (a / "deletion" / "evil.yml").write_text("x"), "outside the <protocol>/<system>/<version>/<setup>/"),
+    (lambda a: (a / "deletion" / "reference" / "1.0" / ".memmatrix.lock").write_text("x"),
+     ".memmatrix.lock: outside the <protocol>/<system>/<version>/<setup>/"),
     (lambda a: ((a / RUN_REL / "deeper").mkdir(), (a / RUN_REL / "deeper" / "x").write_text("x")),
      "deeper than <protocol>/<system>/<version>/<setup>/"),
 ])

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..common.config import Config
 from ..common.errors import ConfigError
 from ..protocols import get_protocol, protocol_names
+from ..result.artifacts import LOCK_NAME
 from ..runtimes import RUNTIMES
 from ..systems import known_systems, load_system_yaml, system_folder
 
@@ -121,6 +122,8 @@ def refusals(src: Path) -> list[str]:
                     out.append(f"{rel}: deeper than <protocol>/<system>/<version>/<setup>/")
                     dirs.remove(name)
                 continue
+            if name == LOCK_NAME and len(rel.parts) == 4 and stat.S_ISREG(st.st_mode) and st.st_size == 0:
+                continue  # the runner's own lock beside a version's setups (artifacts.out_lock): empty, never copied
             if not stat.S_ISREG(st.st_mode):
                 out.append(f"{rel}: not a regular file (a device, socket or pipe)")
             elif st.st_nlink > 1:

@@ -164,7 +164,7 @@ def _yaml_versions(home: Path, rel: str) -> list[tuple[str, str]]:
 def _with_earlier_yaml(home: Path, rel: str, commits: tuple[str, ...], checkout: dict, system: dict,
                        want: dict[str, str]):
     """A run whose code files are those of a commit (or of the checkout) but whose system.yaml is another committed
-    one: system.yaml also records what is learnt after a run (the release changes a sweep found, notes), and the
+    one: system.yaml also records what is learnt after a run (the release changes a sweep found, remarks), and the
     stamp's code hash covers it. Only system.yaml is varied, and only over its committed versions: every other file
     must be the commit's. Returns ((commit, snapshot), yaml commit) or (None, None)."""
     yamls = _yaml_versions(home, rel)
@@ -411,7 +411,11 @@ def harness_problems(result: dict, records: list[dict], stamp: dict, config: Con
     harness = stamp.get("harness") or {}
     sha = harness.get("git_sha", "").split("-")[0]
     known = commit_exists(config.home, sha) if re.fullmatch(r"[0-9a-f]{7,40}", sha or "") else False
-    if known is None:
+    if sha == "unknown":  # what a run writes when its harness is no git checkout (an installed package)
+        known = None
+        remarks.append("the run was made outside a git checkout (harness.git_sha unknown): its commit and memmatrix "
+                       "version are not checked, and its system folder must be the checkout's")
+    elif known is None:
         remarks.append("no git repository here: the stamp's commit and memmatrix version are not checked")
     elif not known:
         out.append(f"the stamp's harness.git_sha {harness.get('git_sha')!r} is not a commit of this repository")

@@ -14,6 +14,9 @@ from ..common import schemas
 from ..common.canon import canonical
 from ..common.errors import SchemaViolation
 
+#: the empty file a run locks beside a version's setups, so two runs never write one result at once
+LOCK_NAME = ".memmatrix.lock"
+
 
 def result_dir(out: Path, protocol: str, system: str, version: str, runtime: str) -> Path:
     return Path(out) / protocol / system / version / runtime
@@ -78,7 +81,7 @@ def _read_existing(target: Path) -> dict | None:
 @contextmanager
 def out_lock(target: Path):
     """An exclusive lock on the folder that holds ``target`` (two runs never write one result at once)."""
-    lock = open(Path(target).parent / ".memmatrix.lock", "w")
+    lock = open(Path(target).parent / LOCK_NAME, "w")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
