@@ -453,3 +453,13 @@ def test_an_adapter_outside_the_checkout_is_labelled_as_the_checkouts_folder_wou
     assert portable(home / "systems" / "mem0" / "adapter.py", home) == "systems/mem0/adapter.py"
     assert portable(elsewhere / "adapter.py", home) == "systems/mem0/adapter.py"
     assert portable(tmp_path / "mine" / "adapter.py", home) == "adapter.py"
+
+
+@pytest.mark.heavy
+def test_a_result_whose_folder_changed_since_is_re_run_from_its_commits_folder(capsys):
+    """mem0 2.2.1's committed deletion run was made before the mem0 folder was last edited: --rerun takes the folder
+    as committed at the run's commit (git archive into a temporary root) and reproduces the transcript byte for byte.
+    Heavy: mem0's environment."""
+    assert main(["verify", "--rerun", str(ROOT / "results" / MEM0 / "result.json")]) == 0
+    out = capsys.readouterr().out
+    assert "re-run reproduced it" in out and "as committed at" in out, out

@@ -230,6 +230,35 @@ def folder_problems(stamp: dict, records: list[dict], config: Config) -> tuple[l
     return implemented_problems(snapshot["sources"], system.get("adapter", ""), records), remarks
 
 
+def committed_folder(stamp: dict, config: Config) -> tuple[str, str] | None:
+    """(commit, folder path in the repository) of the committed system folder a run was made with, the run's commit
+    or a later one that changed the folder, when the checkout's folder is no longer it; None when git has none that
+    matches every hash the stamp names (or the checkout's folder still does)."""
+    system = stamp["system"]
+    folder = system_folder(config, system["name"])
+    sha = (stamp.get("harness") or {}).get("git_sha", "").split("-")[0]
+    if folder is None or not folder.resolve().is_relative_to(config.home.resolve()) \
+            or not re.fullmatch(r"[0-9a-f]{7,40}", sha) or not commit_exists(config.home, sha):
+        return None
+    rel = folder.resolve().relative_to(config.home.resolve()).as_posix()
+    want = _wanted(system, load_system_yaml(folder, config))
+    if not _matches(_checkout_folder(folder), system, want):
+        return None
+    return next(((c, rel) for c in _after(config.home, sha, rel)
+                 if (snap := folder_at(config.home, c, rel)) is not None and not _matches(snap, system, want)), None)
+
+
+def export_folder(home: Path, commit: str, rel: str, into: Path) -> Path:
+    """Write the folder ``rel`` as committed at ``commit`` under ``into`` (``into/<rel>``, every file, locks too)."""
+    import io
+    import tarfile
+    done = subprocess.run(["git", "-C", str(home), "archive", "--format=tar", commit, "--", rel], capture_output=True,
+                          timeout=120, check=True)
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into / rel
+
+
 def adapter_methods(sources: dict[str, str], spec: str) -> set[str] | None:
     """The methods the adapter class ``file.py:Class`` defines, with those of its bases found in the folder's own
     modules; None when a base lies outside the folder (what it adds cannot be read from here)."""

@@ -23,6 +23,7 @@ from ..model import GatewaySettings
 from ..protocols import get_protocol
 from ..run.request import RunRequest
 from ..systems import ensure_lock, recorded_system
+from .identity import committed_folder, export_folder
 from .verify import load_result
 
 
@@ -38,8 +39,18 @@ def _gateway(stamp: dict, folder: Path, result: dict) -> GatewaySettings:
     return GatewaySettings(mode="replay", replay=recording)
 
 
-def _system(stamp: dict, config: Config):
+def _system(stamp: dict, config: Config, tmp: Path, remarks: list[str] | None):
+    """The system to re-run and the config to run it with: the checkout's folder, or, when it changed since the run,
+    the folder as committed at the run's commit (or the later commit whose folder the stamp's hashes name), written
+    to ``tmp`` and run from there as a systems root of its own."""
     sysd = stamp["system"]
+    found = committed_folder(stamp, config)
+    if found is not None:
+        commit, rel = found
+        root = export_folder(config.home, commit, rel, tmp / "at-commit").parent
+        config = config.with_(systems=(root,))
+        if remarks is not None:
+            remarks.append(f"re-run with {rel} as committed at {commit[:12]} (the checkout's folder changed since)")
     spec = recorded_system(sysd, config)
     if sha256_file(spec.adapter_file) != sysd["adapter_sha256"]:
         raise MemmatrixError(f"the adapter {sysd['adapter']} changed since the run (sha256 differs): a re-run would "
@@ -51,7 +62,7 @@ def _system(stamp: dict, config: Config):
     spec = ensure_lock(spec, config)  # a swept release's generated lock (cached, or made again from its input)
     if spec.lock_sha256 != sysd.get("lock_sha256"):
         raise MemmatrixError(f"the lock file of {sysd['name']} {sysd['version']} changed since the run")
-    return spec
+    return spec, config
 
 
 def first_difference(old: str, new: str) -> str:
@@ -79,15 +90,15 @@ def rerun(path: Path, config: Config, remarks: list[str] | None = None) -> list[
     cases_file = find_case_file(stamp, config)
     if cases_file is None:
         return [f"the case file {stamp['dataset']['path']} is not in this checkout at the recorded sha256"]
-    try:
-        spec = _system(stamp, config)
-    except MemmatrixError as exc:
-        return [str(exc)]
-    limits = stamp.get("limits", {})
-    cfg = config.with_(call_timeout_s=limits.get("call_timeout_s", config.call_timeout_s),
-                       settle_timeout_s=limits.get("settle_timeout_s", config.settle_timeout_s))
-    gateway = _gateway(stamp, path.parent, result)
     with tempfile.TemporaryDirectory(prefix="memmatrix-rerun-") as tmp:
+        try:
+            spec, config = _system(stamp, config, Path(tmp), remarks)
+        except MemmatrixError as exc:
+            return [str(exc)]
+        limits = stamp.get("limits", {})
+        cfg = config.with_(call_timeout_s=limits.get("call_timeout_s", config.call_timeout_s),
+                           settle_timeout_s=limits.get("settle_timeout_s", config.settle_timeout_s))
+        gateway = _gateway(stamp, path.parent, result)
         req = RunRequest(spec=spec, protocol=protocol, cases=load_cases(cases_file, cfg, protocol),
                          runtime=stamp["runtime"]["name"], out=Path(tmp), seed=stamp["seed"], gateway=gateway,
                          judge=stamp.get("judge") is not None, options=dict(stamp["system"].get("options", {})),
