@@ -62,7 +62,8 @@ def test_deletion_with_remove_episode(gconfig, tmp_path):
 def test_what_a_forgotten_episode_shares_with_a_kept_one(gconfig, tmp_path, version, failing):
     from memmatrix.cases import load_cases
     from memmatrix.protocols import get_protocol
-    from memmatrix.run import RunRequest, execute
+    from memmatrix.run.request import RunRequest
+    from memmatrix.run.runner import execute
     from memmatrix.systems import ensure_lock, resolve_system
     p = get_protocol("deletion")
     spec = ensure_lock(resolve_system(f"graphiti@{version}", gconfig), gconfig)  # a release the sweep drives

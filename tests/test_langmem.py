@@ -100,7 +100,7 @@ def _one_with(tmp_path, protocol: str, case: str, options: dict) -> dict:
     from memmatrix.cases import load_cases
     from memmatrix.protocols import get_protocol
     from memmatrix.run.request import RunRequest
-    from memmatrix.run import execute
+    from memmatrix.run.runner import execute
     from memmatrix.systems import resolve_system
     config = Config.from_env({**os.environ, "MEMMATRIX_HOME": str(ROOT)})
     data = json.loads(newest_cases(protocol).read_text())

@@ -121,7 +121,7 @@ def test_the_knowledge_graph_closes_the_old_fact_keeps_it_in_history_and_never_r
     from memmatrix.cases import load_cases
     from memmatrix.protocols import get_protocol
     from memmatrix.run.request import RunRequest
-    from memmatrix.run import execute
+    from memmatrix.run.runner import execute
     from memmatrix.systems import resolve_system
     data = json.loads(newest_cases("contradiction").read_text())
     data["cases"] = [c for c in data["cases"] if c["id"] == "replacement-home-city"]
