@@ -463,3 +463,18 @@ def test_a_result_whose_folder_changed_since_is_re_run_from_its_commits_folder(c
     assert main(["verify", "--rerun", str(ROOT / "results" / MEM0 / "result.json")]) == 0
     out = capsys.readouterr().out
     assert "re-run reproduced it" in out and "as committed at" in out, out
+
+
+def test_a_folder_of_two_options_and_a_case_set_names_each_apart(tmp_path, cfg):
+    """Every part of a setup's folder name is its own '+' part (the name parse_variant, and so verify, reads), with
+    characters a path cannot hold in a value replaced."""
+    from memmatrix.cases import load_cases
+    from memmatrix.run.request import RunRequest, parse_variant
+    from memmatrix.systems import resolve_system
+    p = get_protocol("deletion")
+    cases = load_cases(ROOT / "cases" / "deletion" / "breadth-2.0.0.json", cfg, p)
+    req = RunRequest(spec=resolve_system("reference", cfg), protocol=p, cases=cases, runtime="embedded", out=tmp_path,
+                     options={"forget_path": "a b", "mode": "x"}, default_cases=False)
+    assert req.variant == f"forget_path=a-b+mode=x+cases=breadth-2.0.0-{cases.sha256[:8]}"
+    parsed = parse_variant(req.target().name)
+    assert parsed["options"] == {"forget_path": "a-b", "mode": "x"} and parsed["cases"].startswith("breadth-2.0.0-")

@@ -84,7 +84,7 @@ class RunRequest:
                 parts.append(f"oracle-{g.ablation}")
             if g.embedder != "hash":
                 parts.append(f"embedder={g.embedder}")
-        return re.sub(r"[^A-Za-z0-9_.=-]+", "-", "+".join(parts))
+        return "+".join(re.sub(r"[^A-Za-z0-9_.=-]+", "-", p) for p in parts)  # '+' parts, as parse_variant reads
 
     def target(self, name: str | None = None, version: str | None = None) -> Path:
         return result_dir(self.out, self.protocol.name, name or self.spec.name, version or self.spec.version or "adhoc",
