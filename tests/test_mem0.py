@@ -52,8 +52,9 @@ def test_deletion_findings(mem0_config, tmp_path, version, after, end):
     # re-feeding the source brings the value back: no tombstone
     assert all("canary still reachable" in c["reason"] for c in step(out, "6"))
     # every store that keeps it, by name: right after the forget, and at the end (re-fed into the vectors)
-    assert {c["reason"] for c in step(out, "9")} == {f"canary still held right after the forget by {after} "
-                                                     f"and at the end by {end}"}
+    assert {c["reason"] for c in step(out, "9")} == {
+        f"canary still held right after the forget by {after}; after the re-feed and the jobs, {end} hold it (what came "
+        "back: steps 6 and 8 score what of it reaches the doors)"}
     # the history DB keeps the deleted text in plaintext
     assert all("holds the deleted value" in c["reason"] for c in step(out, "10"))
     assert all("no background job" in c["reason"] for c in step(out, "7"))
