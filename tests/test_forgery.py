@@ -421,6 +421,25 @@ def test_a_history_with_every_sweep_erased(tmp_path):
     assert "which no sweep or bisect in mem0.json measured" in _history(tmp_path, erase)
 
 
+def test_a_repeat_of_a_swept_run_is_recorded_by_its_sweep_and_one_of_no_sweep_is_not(tmp_path):
+    """A repeated protocol's later draws (<setup>+repeat-N) are written by the run a sweep records; a repeat whose
+    base no sweep measured is named."""
+    from memmatrix.result.history import check_history
+    root = tmp_path / "h" / "results"
+    (root / "history").mkdir(parents=True)
+    data = json.loads((ROOT / "results" / "history" / "mem0.json").read_text())
+    data["sweeps"] = [{**data["sweeps"][0], "versions": ["0.1.9"], "protocols": ["concurrency"], "options": {}}]
+    data["bisections"] = []
+    (root / "history" / "mem0.json").write_text(json.dumps(data))
+    for v in ("0.1.9", "0.1.12"):
+        for f in ("embedded", "embedded+repeat-2"):
+            (root / "concurrency" / "mem0" / v / f).mkdir(parents=True)
+            (root / "concurrency" / "mem0" / v / f / "result.json").write_text("{}")
+    said = check_history(root / "history" / "mem0.json", Config.from_env({"MEMMATRIX_HOME": str(ROOT)}))
+    assert [s.split(":")[0] for s in said] == ["concurrency/mem0/0.1.12/embedded",
+                                                "concurrency/mem0/0.1.12/embedded+repeat-2"], said
+
+
 def test_the_committed_histories_agree_with_their_results(cfg):
     from memmatrix.result.history import check_history, find_histories
     assert {str(h): check_history(h, cfg) for h in find_histories([ROOT / "results"])} == \

@@ -7,6 +7,7 @@ results say. ``memmatrix sweep`` and ``bisect`` (ci/sweep.py) write it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from packaging.version import Version
@@ -93,7 +94,8 @@ def result_problems(path: Path, data: dict, config: Config) -> list[str]:
     pinned = set(load_system_yaml(home, config)["versions"]) if home else set()
     for result in sorted(root.glob(f"*/{system}/*/*/result.json")):
         p, _, v, f = result.parent.relative_to(root).parts
-        if v not in pinned and (p, v, f) not in named:
+        base = re.sub(r"\+repeat-\d+$", "", f)  # a repeated protocol's later draws, written by the run that wrote base
+        if v not in pinned and (p, v, f) not in named and (p, v, base) not in named:
             problems.append(f"{result.parent.relative_to(root)}: a result of release {v}, which no sweep or bisect in "
                             f"{path.name} measured (run it with `memmatrix sweep`, which records it)")
     return problems
