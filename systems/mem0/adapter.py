@@ -1,6 +1,15 @@
 """mem0 (PyPI mem0ai) in library mode: 2.x (ADD-only extraction), 0.1.9-1.0.11 (LLM ADD/UPDATE/DELETE
-decisions; the embedded kuzu graph from 0.1.117). One adapter; what the installed release offers decides the
-API it speaks (compat.detect(): from its code, never its version string).
+decisions; the embedded kuzu graph from 0.1.117, opt-in). One adapter; what the installed release offers decides
+the API it speaks (compat.detect(): from its code, never its version string).
+
+Options (system.yaml ``options``; the defaults are mem0's own):
+- ``graph``: ``off`` (mem0's default: graph memory is opt-in) or ``kuzu`` (the embedded kuzu graph store, only in
+  0.1.117 to 1.0.11; its db a file under the run's data directory).
+- ``forget_path``: ``delete`` (search-then-delete by memory id, the request's hits), ``delete_all``
+  (``Memory.delete_all(user_id=scope)``: mem0's erasure of a user, every memory of the scope) or ``reset``
+  (``Memory.reset()``: every memory of every user, and the history). delete_all and reset return no ids: the
+  forget answers the ids of the DELETE rows delete_all appended to the history table, or the scopes' memories the
+  vector store held before the reset.
 
 Setup, as measured offline (see the reference notes): MEM0_TELEMETRY=False and a scratch MEM0_DIR
 set before mem0 is imported; qdrant local; the sqlite history DB (mem0's default place under MEM0_DIR);
@@ -33,6 +42,16 @@ MEM0_DEFAULT_DIMS = 1536  # mem0's OpenAI embedder and qdrant config default (em
 FORGET_COVERAGE = 0.8  # a memory is what the request names when it holds 80% of its content words
 VECTOR_PRESENT = 0.9
 
+GRAPHS = {"off": "no graph store (mem0's default: graph memory is opt-in)",
+          "kuzu": "mem0's embedded kuzu graph store (0.1.117 to 1.0.11)"}
+FORGET_PATHS = {
+    "delete": "search-then-delete: mem0 deletes by memory id; hits covering the request are deleted",
+    "delete_all": "Memory.delete_all(user_id=scope): mem0's own erasure of a user, every memory of the scope (the "
+                  "request's text is not read); its ids are the DELETE rows it appended to the history table",
+    "reset": "Memory.reset(): every memory of every user, and the history table (the request's text and scope are "
+             "not read)",
+}
+
 
 def _relation_line(rel: dict) -> str:
     """A kuzu relation as text: search() names its end `destination`, graph.get_all() names it `target`."""
@@ -42,6 +61,13 @@ def _relation_line(rel: dict) -> str:
 class Mem0Adapter:
     def __init__(self, config: dict):
         self.version = installed("mem0ai")
+        options = config.get("options") or {}
+        self.graph_store = options.get("graph", "off")
+        self.forget_path = options.get("forget_path", "delete")
+        if self.graph_store not in GRAPHS:
+            raise ValueError(f"option graph={self.graph_store!r} is not one of {sorted(GRAPHS)}")
+        if self.forget_path not in FORGET_PATHS:
+            raise ValueError(f"option forget_path={self.forget_path!r} is not one of {sorted(FORGET_PATHS)}")
         data = Path(config["data_dir"]) / "mem0"
         mem0_dir = data / "mem0dir"
         mem0_dir.mkdir(parents=True, exist_ok=True)
@@ -52,6 +78,12 @@ class Mem0Adapter:
 
         self.f = f = compat.detect()
         compat.silence_telemetry(f)
+        if self.graph_store == "kuzu" and not f.kuzu:
+            raise ValueError(f"option graph=kuzu: mem0ai {self.version} has no embedded kuzu graph store (0.1.117 to "
+                             "1.0.11 have one); run this release without --option graph=kuzu")
+        if self.forget_path == "reset" and not f.native_reset:
+            raise ValueError(f"option forget_path=reset: Memory.reset breaks a local qdrant in mem0ai {self.version} "
+                             "(it works from 0.1.94); run this release with another forget_path")
         model = config["model"]
         if f.env_beats_config:  # before 0.1.12 the openai clients prefer these variables to the config
             os.environ["OPENAI_API_KEY"] = model["api_key"]
@@ -78,7 +110,7 @@ class Mem0Adapter:
             cfg["history_db_path"] = str(mem0_dir / "history.db")
         if f.set_v11:
             cfg["version"] = "v1.1"
-        if f.kuzu:  # graph memory is opt-in; kuzu's default db is ":memory:", lost on every restart
+        if self.graph_store == "kuzu":  # graph memory is opt-in; kuzu's default db ":memory:" is lost on a restart
             cfg["graph_store"] = {"provider": "kuzu", "config": {"db": str(data / "kuzu.db")}}
         self.owners_file = data / "owners.json"  # which memory ids each scope's writes produced
         self.owners_lock = threading.Lock()  # the adapter's own bookkeeping, never mem0's: concurrent writers share it
@@ -156,8 +188,8 @@ class Mem0Adapter:
             "operations": {
                 "settle": {"support": "supported"},
                 "recall": {"support": "supported"},
-                "forget": {"support": "emulated",
-                           "reason": "search-then-delete: mem0 deletes by memory id; hits covering the request are deleted"},
+                "forget": {"support": "emulated" if self.forget_path == "delete" else "supported",
+                           "reason": FORGET_PATHS[self.forget_path]},
                 "update": {"support": "emulated", "reason": "search-then-update by memory id"},
                 "run_background_jobs": no("mem0 library mode has no background job: add() extracts, embeds and stores "
                                           "before it returns (no queue, no consolidation, no re-extraction)"),
@@ -194,8 +226,28 @@ class Mem0Adapter:
             notes.append(f"embedding_dims {self.dims}: the gateway's embedder gives {self.dims} dimensions, "
                          f"not mem0's default {MEM0_DEFAULT_DIMS}")
         if self.graph:
-            notes.append("graph memory enabled (opt-in): graph_store kuzu, its db a file under the run's data "
-                         "directory (kuzu's default :memory: is lost when the system restarts)")
+            notes.append("graph memory enabled (option graph=kuzu; mem0's default has none): graph_store kuzu, its db "
+                         "a file under the run's data directory (kuzu's default :memory: is lost when the system "
+                         "restarts)")
+        elif self.f.kuzu:
+            notes.append("graph memory off, mem0's default (graph_store unset); option graph=kuzu enables this "
+                         "release's embedded kuzu graph store")
+        notes.append(f"forget path: {self.forget_path} ({FORGET_PATHS[self.forget_path]})")
+        if self.forget_path == "delete_all":
+            notes += [why for flag, why in (
+                (self.f.delete_all_wipes, "this release's delete_all ends with vector_store.reset(): it deletes "
+                                          "every user's memories, not only the scope's (mem0ai/mem0#3746, "
+                                          "fixed in 1.0.6 by #4349)"),
+                (not self.f.delete_all_pages, "this release's delete_all lists the scope's memories once, at the "
+                                              "vector store's default size (100 for qdrant): a scope holding more "
+                                              "keeps the rest (mem0ai/mem0#6627, fixed in 2.0.15 by #6636)"),
+            ) if flag]
+        if self.forget_path == "reset":
+            notes.append("forget_path reset erases every scope, the other users' included: a contrast to "
+                         "delete_all, never a user's erasure")
+        if self.f.messages_table and not self.f.reset_drops_messages:
+            notes.append("the harness's reset between cases also empties the messages table (SQLiteManager.reset): "
+                         "this release's Memory.reset drops only the history table")
         if self.f.messages_table:
             notes.append("without fastembed and spaCy: mem0 2.x's BM25 keyword scoring (fastembed's Qdrant/bm25 "
                          "model) and its entity linking and lemmatisation (spaCy's en_core_web_sm) download their "
@@ -219,6 +271,8 @@ class Mem0Adapter:
             self.m.reset()
             if self.graph and not self.f.reset_resets_graph:
                 self.m.graph.reset()
+            if self.f.messages_table and not self.f.reset_drops_messages:
+                self.m.db.reset()  # 2.0.0-2.0.7: Memory.reset keeps the messages table; every store starts empty
         else:
             compat.emulated_reset(self.m, self.dims, self.on_disk)
         self.owners_file.unlink(missing_ok=True)
@@ -260,10 +314,31 @@ class Mem0Adapter:
         return [r for r in compat.results(self._search(text, scope, 20)) if coverage(text, r["memory"]) >= FORGET_COVERAGE]
 
     def forget(self, scope: str, at: str, text: str) -> dict:
+        if self.forget_path == "delete_all":
+            return {"ids": self._delete_all(scope)}
+        if self.forget_path == "reset":
+            return {"ids": self._reset_all()}
         ids = [r["id"] for r in self._matching(scope, text)]
         for mid in ids:
             self.m.delete(mid)
         return {"ids": ids}
+
+    def _delete_all(self, scope: str) -> list[str]:
+        """mem0's erasure of a user. It returns no ids; _delete_memory appends one DELETE row per memory it
+        deletes, so the rows after the call name exactly what it removed."""
+        before = len(self._history_rows())
+        self.m.delete_all(user_id=scope)
+        return [r["memory_id"] for r in self._history_rows()[before:] if r.get("event") == "DELETE" and r.get("memory_id")]
+
+    def _reset_all(self) -> list[str]:
+        """Memory.reset() returns nothing and drops the history: the ids are the memories of every scope the
+        vector store held before it."""
+        ids = [i for ids in self._owners().values() for i in ids]
+        held = [i for i in dict.fromkeys(ids) if self.m.vector_store.get(vector_id=i) is not None]
+        self.m.reset()
+        if self.graph and not self.f.reset_resets_graph:
+            self.m.graph.reset()
+        return held
 
     def update(self, scope: str, at: str, text: str, new_text: str) -> dict:
         hits = self._matching(scope, text)[:1]

@@ -44,6 +44,10 @@ class Features:
     close: bool               # 1.0.11: Memory.close
     messages_table: bool      # 2.0.0: the raw messages table
     kuzu: bool                # 0.1.117-1.0.11: the embedded kuzu graph store
+    delete_all_wipes: bool    # 0.1.118-1.0.5: delete_all ends with vector_store.reset(): every user's vectors go
+    delete_all_pages: bool    # 2.0.15: delete_all lists in batches until none is left (before: one list, 100)
+    delete_all_trims_ids: bool  # 2.0.10: delete_all trims its ids and refuses blank ones or inner whitespace
+    reset_drops_messages: bool  # 2.0.8: Memory.reset drops the messages table too (2.0.0-2.0.7 keep its rows)
 
 
 def detect() -> Features:
@@ -85,6 +89,10 @@ def detect() -> Features:
         close=hasattr(Memory, "close"),
         messages_table=hasattr(SQLiteManager, "save_messages"),
         kuzu=kuzu,
+        delete_all_wipes="vector_store.reset()" in _source(getattr(Memory, "delete_all", None)),
+        delete_all_pages="DELETE_ALL_BATCH_SIZE" in _source(getattr(Memory, "delete_all", None)),
+        delete_all_trims_ids="_validate_and_trim_entity_id" in _source(getattr(Memory, "delete_all", None)),
+        reset_drops_messages="self.db.reset()" in _source(getattr(Memory, "reset", None)),
     )
 
 
