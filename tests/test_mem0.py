@@ -131,7 +131,9 @@ def test_contradiction_2_2_1_coexists_unqualified(mem0_config, tmp_path):
 
 @heavy
 def test_contradiction_1_0_11_updates_but_forgets(mem0_config, tmp_path):
-    out = run(mem0_config, "mem0@1.0.11", tmp_path, runtime="embedded", protocol="contradiction")
+    """1.0.11 with graph memory (option graph=kuzu, opt-in in mem0): the UPDATE decision and the graph's relations."""
+    out = run_with(mem0_config, "mem0@1.0.11", tmp_path, protocol="contradiction", options={"graph": "kuzu"})
+    assert out.name == "embedded+graph=kuzu"
     rows = contradiction_rows(out)
     for shape in ("replacement", "retraction", "partial"):
         # the UPDATE/DELETE decision replaces the value: the answer is clean, and the old value is gone
