@@ -46,10 +46,12 @@ def _git(home: Path, *args: str, binary: bool = False) -> str | bytes | None:
 
 @lru_cache(maxsize=256)
 def commit_exists(home: Path, sha: str) -> bool | None:
-    """Is ``sha`` a commit of the repository at ``home``? None when there is no git repository to ask."""
+    """Is ``sha`` a commit in the history of the checkout at ``home`` (an ancestor of HEAD)? None when there is no git
+    repository to ask. A commit only a local branch or a deleted scratch branch holds is not: a clean clone of the
+    branch, which is what CI checks, would not find it."""
     if _git(home, "rev-parse", "--git-dir") is None:
         return None
-    return _git(home, "cat-file", "-e", f"{sha}^{{commit}}") is not None
+    return _git(home, "merge-base", "--is-ancestor", sha, "HEAD") is not None
 
 
 @lru_cache(maxsize=256)
@@ -447,7 +449,8 @@ def harness_problems(result: dict, records: list[dict], stamp: dict, config: Con
     elif known is None:
         remarks.append("no git repository here: the stamp's commit and memmatrix version are not checked")
     elif not known:
-        out.append(f"the stamp's harness.git_sha {harness.get('git_sha')!r} is not a commit of this repository")
+        out.append(f"the stamp's harness.git_sha {harness.get('git_sha')!r} is not a commit of this repository's "
+                   "history (an ancestor of HEAD)")
     else:
         declared = version_at(config.home, sha)
         if declared and harness.get("version") != declared:

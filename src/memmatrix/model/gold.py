@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..common.tokens import contains, norm  # noqa: F401  (norm: re-exported for the dialects)
+from .imperfect import Imperfection
 
 @dataclass(frozen=True)
 class GoldWrite:
@@ -20,6 +21,7 @@ class GoldWrite:
     index: int
     messages: tuple[str, ...]   # normalised user messages
     facts: tuple[dict, ...]
+    withheld: int = 0           # gold facts an imperfect oracle does not extract (imperfect.py)
 
 
 def _writes(op: dict) -> list[dict]:
@@ -34,7 +36,9 @@ def _writes(op: dict) -> list[dict]:
 
 class GoldIndex:
     def __init__(self, case_files: list[dict], ablation: str = ""):
-        self.ablation = ablation  # an oracle imperfect on purpose (settings.ABLATIONS)
+        self.ablation = ablation  # an oracle imperfect on purpose (imperfect.py)
+        self.imperfection = Imperfection.parse(ablation)
+        self.withheld: set[str] = set()  # statements of the gold facts the imperfect oracle withholds
         self.writes: list[GoldWrite] = []
         self.by_statement: dict[str, list[tuple[str, dict]]] = {}  # statement -> (case, fact), one per distinct fact
         for cf in case_files:
@@ -45,10 +49,14 @@ class GoldIndex:
 
     def _index(self, case: str, index: int, op: dict) -> None:
         users = tuple(norm(m["content"]) for m in op["messages"] if m["role"] == "user")
-        facts = tuple(self._complete(f) for f in op["gold"])
-        self.writes.append(GoldWrite(case, index, users, facts))
-        for f in facts:
-            known = self.by_statement.setdefault(norm(f["statement"]), [])
+        facts, withheld, said = tuple(self._complete(f) for f in op["gold"]), [], {}
+        if self.imperfection is not None:
+            facts, withheld, said = self.imperfection.facts(case, index, facts)
+            self.withheld.update(norm(f["statement"]) for f in withheld)
+        self.writes.append(GoldWrite(case, index, users, facts, len(withheld)))
+        # a paraphrased fact is found by its new words and by the words it was said in
+        for statement, f in [*((f["statement"], f) for f in facts), *said.items()]:
+            known = self.by_statement.setdefault(norm(statement), [])
             if not any(_ident(g) == _ident(f) for _, g in known):
                 known.append((case, f))
 
@@ -80,6 +88,12 @@ class GoldIndex:
                     seen.add(key)
                     out.append(f)
         return out
+
+    def withheld_in(self, text: str) -> bool:
+        """True when ``text`` holds a write with gold facts the imperfect oracle withholds, or quotes one of those
+        facts: an empty answer to it is the mistake made on purpose, not a prompt the oracle did not recognise."""
+        t = norm(text)
+        return any(s and s in t for s in self.withheld) or any(w.withheld for w in self.writes_in(text))
 
     def facts_for_statement(self, statement: str) -> list[dict]:
         """Every distinct gold fact stated in these words, in case-file order."""

@@ -12,9 +12,13 @@ the empty answer.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ..common.canon import sha256_json
 from .dialects import memmatrix
-from .dialects.common import Reply, schema_name, tool_names
+from .dialects.common import Reply, all_text, schema_name, tool_names
 from .gold import GoldIndex
+from .upstream import normalize_request
 
 ORACLE_VERSION = "1.1.0"
 
@@ -38,7 +42,12 @@ class Oracle:
         self.dialects = (*GENERIC, *dialects)
 
     def chat(self, request: dict) -> Reply:
-        for dialect in self.dialects:
-            if dialect.match(request):
-                return dialect.answer(request, self.gold)
-        return empty_answer(request)
+        reply = next((d.answer(request, self.gold) for d in self.dialects if d.match(request)), None)
+        reply = reply or empty_answer(request)
+        imperfect = self.gold.imperfection
+        if imperfect is None:
+            return reply
+        if not reply.matched and self.gold.withheld_in(all_text(request)):
+            reply = replace(reply, matched=True)  # the write was recognised; its facts were withheld on purpose
+        # decided on the request as recorded, so a re-ask makes the same mistake
+        return imperfect.reply(sha256_json(normalize_request(request)), reply)

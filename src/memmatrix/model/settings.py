@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import Mapping
 
 from ..common.errors import ConfigError
+from .imperfect import MODES as IMPERFECT_MODES, Imperfection, problem
+
+#: the ablations by name, rate 1.0 (any MODE-RATE-sSEED of a mode is one too)
+ABLATIONS = ("", *IMPERFECT_MODES, "flaky", "stall")
 
 MODES = ("oracle", "proxy", "replay")
 
@@ -22,11 +26,12 @@ VARIABLES = {
     "MEMMATRIX_MODEL_REPLAY": "replay: the model-transcript.jsonl to answer from",
     "MEMMATRIX_MODEL_EMBEDDER": "oracle: hash (default) or minilm (needs the minilm extra)",
     "MEMMATRIX_MODEL_EMBED_DIMS": "oracle: dimensions of the hash embedder when a request names none (default 1536)",
-    "MEMMATRIX_MODEL_ORACLE_ABLATION": "oracle: answer imperfectly on purpose; 'undated' gives facts no validity dates; "
-                                       "'flaky' fails the first asking of a quarter of distinct chat requests (HTTP 500); "
-                                       "'stall' holds those askings 10 s without an answer, then gives up (HTTP 504)",
+    "MEMMATRIX_MODEL_ORACLE_ABLATION": "oracle: answer imperfectly on purpose, one error mode of a real model "
+                                       "(nocorrection, duplicate, paraphrase, undated, invent, wrongarg, malformed; "
+                                       "MODE-RATE-sSEED for a rate below 1, see docs/plumbing.md) or a provider "
+                                       "fault ('flaky': the first asking of a quarter of distinct chat requests fails "
+                                       "with HTTP 500; 'stall': those askings wait 10 s, then HTTP 504)",
 }
-ABLATIONS = ("", "undated", "flaky", "stall")
 #: oracle-stall: how long the first asking of a stalled request waits before the gateway gives up on it
 STALL_S = 10.0
 
@@ -83,8 +88,9 @@ class GatewaySettings:
         if self.mode == "replay" and (self.replay is None or not self.replay.is_file()):
             raise ConfigError(f"replay mode needs MEMMATRIX_MODEL_REPLAY to name a model-transcript.jsonl "
                               f"(got {self.replay})")
-        if self.ablation not in ABLATIONS:
-            raise ConfigError(f"MEMMATRIX_MODEL_ORACLE_ABLATION={self.ablation!r} is not one of {ABLATIONS[1:]}")
+        why = problem(self.ablation)
+        if why:
+            raise ConfigError(f"MEMMATRIX_MODEL_ORACLE_ABLATION: {why}")
         if self.embedder not in ("hash", "minilm"):
             raise ConfigError(f"MEMMATRIX_MODEL_EMBEDDER={self.embedder!r} is not hash or minilm")
 
@@ -96,7 +102,10 @@ class GatewaySettings:
                     "max_tokens": self.max_tokens}
         if self.mode == "replay":
             return {"mode": "replay", "id": f"replay:{self.replay.name}", "oracle_version": None}
+        imperfect = Imperfection.parse(self.ablation)
+        note = "answers from the case files' gold facts: each system's plumbing given a perfect extractor"
+        if imperfect is not None:
+            note = f"answers from the case files' gold facts, imperfect on purpose: {imperfect.describe()}"
         return {"mode": "oracle", "id": "memmatrix-oracle",
                 "oracle_version": oracle_version + (f"+{self.ablation}" if self.ablation else ""),
-                "embedding_model": embedder_name,
-                "note": "answers from the case files' gold facts: each system's plumbing given a perfect extractor"}
+                "embedding_model": embedder_name, "note": note}
