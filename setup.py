@@ -1,4 +1,4 @@
-"""Only the build step pyproject.toml cannot say: the checkout's schemas/, cases/, systems/ and claims/ ship in
+"""Only the build step pyproject.toml cannot say: the checkout's schemas/, cases/, systems/, claims/ and examples/ ship in
 the wheel as memmatrix/home/, so an installed memmatrix runs from any folder (config.py finds them with
 importlib.resources when no checkout is around). An editable install reads the checkout itself."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-HOME = ("schemas", "cases", "systems", "claims")
+HOME = ("schemas", "cases", "systems", "claims", "examples")
 NOT_SHIPPED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".*")
 
 

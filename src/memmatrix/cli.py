@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .commands import (cmd_action, cmd_attest, cmd_bisect, cmd_cases_generate, cmd_check_cases, cmd_claims, cmd_diff,
-                       cmd_docs, cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report,
+                       cmd_docs, cmd_estimate, cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report,
                        cmd_rescore, cmd_sweep, cmd_systems, cmd_timeline)
 from .common.config import Config
 from .common.errors import MemmatrixError
@@ -304,6 +304,15 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--baseline", metavar="FILE", help="an earlier --json output: list the claims whose status changed")
     c.add_argument("--fail-on-change", action="store_true", help="exit 1 when a claim's status changed since --baseline")
     c.set_defaults(func=cmd_claims)
+
+    es = sub.add_parser("estimate", help="what a run with a real model would cost: the oracle runs' model traffic "
+                                         "(calls, tokens, embeddings) per system and protocol, times a price table")
+    es.add_argument("paths", nargs="*", default=["results"], metavar="PATH", help="results folders (default: results)")
+    es.add_argument("--prices", metavar="FILE", default="examples/prices.yaml",
+                    help="price table, USD per million tokens (default: examples/prices.yaml; copy and edit it)")
+    es.add_argument("--protocol", action="append", metavar="NAME", help="only this protocol; repeatable")
+    es.add_argument("--system", action="append", metavar="NAME", help="only this system; repeatable")
+    es.set_defaults(func=cmd_estimate)
 
     pl = sub.add_parser("plan", help="the matrix as JSON for a workflow's strategy.matrix: one entry per "
                                      "system version x protocol x runtime, each with its own artifact name")

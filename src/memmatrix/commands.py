@@ -269,6 +269,24 @@ def cmd_cases_generate(ns: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_estimate(ns: argparse.Namespace, config: Config) -> int:
+    from .evidence.verify import find_results, load_result
+    from .publish.estimate import default_runs, load_prices, markdown
+    prices_path = Path(ns.prices)
+    if not prices_path.is_file() and not prices_path.is_absolute() and (config.home / prices_path).is_file():
+        prices_path = config.home / prices_path  # the checkout's example, from any folder
+    prices = load_prices(prices_path)  # everything a user must fix is found first
+    paths = [Path(p) if Path(p).exists() or p != "results" else config.home / "results" for p in ns.paths]
+    results = [(p, load_result(p, config)) for p in find_results(paths)]
+    runs = [(p, r) for p, r in default_runs(results, tuple(ns.protocol or ()))
+            if not ns.system or r["stamp"]["system"]["name"] in ns.system]
+    if not runs:
+        raise MemmatrixError(f"no oracle run at a default setup (embedded, no options) under {', '.join(ns.paths)}"
+                             + (f" for {', '.join(ns.system)}" if ns.system else "") + "; pass a results folder")
+    sys.stdout.write(markdown(runs, prices, Path.cwd()))
+    return 0
+
+
 def cmd_docs(ns: argparse.Namespace, config: Config) -> int:
     from .publish.docs import update
     changed = update(config, ns.parser, check=ns.check)

@@ -187,6 +187,7 @@ class Measured:
     options: dict = field(default_factory=dict)
     cases: str = ""
     rows: list[dict] = field(default_factory=list)  # the result's cases, each {"id", "cells": {step: cell}}
+    ablation: str = ""  # an imperfect oracle's error mode (model/imperfect.py); "" for the perfect oracle
 
     def reads(self, test: dict) -> bool:
         wanted = test.get("cases") or ""
@@ -196,17 +197,19 @@ class Measured:
 
 def measured(paths: list[Path], config: Config) -> list[Measured]:
     from ..evidence.verify import load_result
+    from .sensitivity import split_variant
     out = []
     for path in paths:
         result = load_result(path, config)
         stamp = result["stamp"]
-        runtime, options, cases, plain = folder_setup(Path(path).parent.name)
+        folder, imperfection = split_variant(Path(path).parent.name)
+        runtime, options, cases, plain = folder_setup(folder)
         if not plain or runtime != stamp["runtime"]["name"]:
-            continue  # a seed, a model ablation, a proxy or replay run: claims read the oracle's plain runs
+            continue  # a seed, a provider fault, a proxy or replay run: claims read the oracle's plain runs
         rows = [{"id": c["id"], "shape": c.get("shape", ""), "cells": {cell["step"]: cell for cell in c["cells"]}}
                 for c in result["cases"]]
         out.append(Measured(stamp["system"]["name"], stamp["system"]["version"], stamp["protocol"]["name"], runtime,
-                            Path(path), options, cases, rows))
+                            Path(path), options, cases, rows, imperfection.name if imperfection else ""))
     return out
 
 
@@ -316,7 +319,8 @@ def evaluate(claims: list[Claim], results: list[Measured], home: Path | None = N
             row.update(status=UNTESTABLE, summary=UNTESTABLE)
             rows.append(row)
             continue
-        mine = [m for m in results if m.system == claim.system and claim.covers(m.version)]
+        everything = [m for m in results if m.system == claim.system and claim.covers(m.version)]
+        mine = [m for m in everything if not m.ablation]
         setups: dict[str, dict] = {}
         for t in claim.tests:
             setups.setdefault(setup_label(t.get("setup") or {}), t.get("setup") or {})
@@ -329,8 +333,28 @@ def evaluate(claims: list[Claim], results: list[Measured], home: Path | None = N
                 row["variants"].append({"setup": setup, "label": label, "measured": lines,
                                         **_headline(lines)})
         row.update(_headline(row["measured"]))
+        row["under_modes"] = _under_modes(claim, row, everything, home)
         rows.append(row)
     return rows
+
+
+def _under_modes(claim: Claim, row: dict, everything: list[Measured], home: Path | None) -> dict:
+    """The claim's headline status at its release, read again from the results of each imperfect oracle there
+    (mode -> status), and in one line whether it holds under every mode measured."""
+    tests = [t for t in claim.tests if (t.get("setup") or {}) == claim.setup]
+    modes = sorted({m.ablation for m in everything if m.ablation and m.version == row.get("at")})
+    status = {}
+    for mode in modes:
+        lines = _releases(tests, [m for m in everything if m.ablation == mode and m.version == row["at"]], home)
+        if lines:
+            status[mode] = _headline(lines)["status"]
+    if not status or row["status"] in (UNTESTABLE, NOT_MEASURED):
+        return {"modes": {}, "summary": "not measured under an error mode"}
+    moved = {m: s for m, s in status.items() if s != row["status"]}
+    if not moved:
+        return {"modes": status, "summary": f"holds under all {len(status)} error modes measured"}
+    return {"modes": status, "summary": f"moves under {len(moved)} of {len(status)} error modes: " +
+            ", ".join(f"{m} ({s})" for m, s in moved.items())}
 
 
 def _releases(tests: list[dict], mine: list[Measured], home: Path | None) -> list[dict]:

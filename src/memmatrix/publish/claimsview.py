@@ -36,6 +36,18 @@ def _cells(cells: list[dict], link_base: str) -> str:
     return "; ".join(parts)
 
 
+def _modes(row: dict) -> str:
+    """The claim's status under the error modes, in a table cell: holds under n, moves under the modes named, or ·."""
+    under = row.get("under_modes") or {}
+    modes = under.get("modes") or {}
+    if not modes:
+        return "·"
+    moved = [m for m, s in modes.items() if s != row["status"]]
+    if not moved:
+        return f"holds under all {len(modes)} measured"
+    return "moves: " + ", ".join(f"{m} → {modes[m]}" for m in moved) + f" ({len(modes)} measured)"
+
+
 def _legend(statuses: dict) -> list[str]:
     return ["Statuses (one vocabulary for the registry, the README and the site):", ""] + \
         [f"- **{s}**: {what}" for s, what in statuses.items()]
@@ -48,13 +60,17 @@ def markdown(rows: list[dict], link_base: str = "") -> str:
     out = ["## Vendor claims", "",
            f"{len(rows)} claims: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ".", "",
            *_legend(STATUSES), "",
-           "| claim | system | releases | status | at | quote | source |", "|---|---|---|---|---|---|---|"]
+           "The column *under error modes* reads each status again from the same release's results under each "
+           "imperfect oracle ([which cells are plumbing](plumbing.md)): whether it holds under every mode measured.",
+           "",
+           "| claim | system | releases | status | at | under error modes | quote | source |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         quote = r["quote"] if len(r["quote"]) <= 90 else r["quote"][:87] + "…"
         at = r.get("at") or ""
         setup = f" ({', '.join(f'{k}={v}' for k, v in sorted(r['setup'].items()))})" if r.get("setup") else ""
         out.append(f"| [{r['id']}](#{r['id'].lower()}) | {r['system']} | `{r['versions'] or 'any'}` | "
-                   f"{MARK[r['status']]}{setup} | {at} | {quote.replace('|', '/')} | "
+                   f"{MARK[r['status']]}{setup} | {at} | {_modes(r)} | {quote.replace('|', '/')} | "
                    f"[{r['source']['date']}]({r['source']['url']}) |")
     for r in rows:
         out += ["", f"### {r['id']}", "", f"> {r['quote']}", "",
@@ -74,6 +90,9 @@ def markdown(rows: list[dict], link_base: str = "") -> str:
             out.append(f"- variant {v['label']}: **{v['summary']}**" + (f" at {v['at']}" if v.get("at") else ""))
             for m in v["measured"]:
                 out.append(f"  - {m['version']} {m['runtime']}: {m['summary']}: {_cells(m['cells'], link_base)}")
+        if (r.get("under_modes") or {}).get("modes"):
+            out.append(f"Under imperfect models: {r['under_modes']['summary']} (" + ", ".join(
+                f"{m}: {s}" for m, s in r["under_modes"]["modes"].items()) + ").")
         for i in r.get("ignores", []):
             out.append(f"Not read: {i['store']} ({i['why']}).")
         if r["note"]:

@@ -9,7 +9,9 @@ stale. The parts:
 - ``variables``: every ``MEMMATRIX_*`` variable with its meaning (``VARIABLES`` of config and the model settings);
 - ``scorecard``: each system's headline at its newest release (``scorecard.py``), from the committed results;
 - ``claims:SYSTEM``: a system's vendor claims with their status, from the registry and the committed results;
-- ``layout``: the core's packages in their stages, each module with the first line of its docstring.
+- ``layout``: the core's packages in their stages, each module with the first line of its docstring;
+- ``plumbing``: the sensitivity matrix, which cells hold under every error mode of the oracle (``sensitivity.py``);
+- ``estimate``: what the headline protocols ask of a real model per system, priced with ``examples/prices.yaml``.
 """
 
 from __future__ import annotations
@@ -134,6 +136,13 @@ class Sources:
         if kind == "scorecard":
             from .scorecard import markdown, rows
             return markdown(rows(self.results(), self.claims()), base) + "\n"
+        if kind == "plumbing":
+            from .sensitivity import markdown
+            return markdown(self.results(), base)
+        if kind == "estimate":
+            from .estimate import default_runs, load_prices, markdown
+            runs = default_runs(self.results(), ("deletion", "contradiction"))
+            return markdown(runs, load_prices(self.config.home / "examples/prices.yaml"), self.config.home, base)
         if kind == "claims":
             from .claimsview import MARK
             mine = [r for r in self.claims() if r["system"] == arg]

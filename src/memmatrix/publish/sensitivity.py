@@ -1,0 +1,152 @@
+"""Which cells are plumbing and which move with the model: the sensitivity matrix (docs/plumbing.md).
+
+A cell is one case's verdict at one step of one protocol, for one system release at one setup. Measured with the
+perfect oracle, it says what the system's plumbing does given a perfect extractor; measured again under each
+imperfect oracle (an ``oracle-MODE`` result of the same release, protocol, setup and case file, see
+``model/imperfect.py``), it either keeps its verdict or moves. A decided cell (PASS or FAIL with the perfect oracle)
+that no mode moved is *plumbing* under the modes measured; one that a mode moved is *model-dependent*, and the
+modes that moved it are named. A cell the perfect oracle left undecided (SKIP, ERROR, UNSUPPORTED) is counted apart:
+nothing can be said of it. Nothing is said of a mode that was not measured.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..common.releases import version_key
+from ..model.imperfect import MODES, Imperfection
+
+DECIDED = ("PASS", "FAIL")
+
+
+def split_variant(folder: str) -> tuple[str, Imperfection | None]:
+    """A result folder's name without its ``oracle-MODE`` part, and the imperfection that part names (None for the
+    perfect oracle, a provider fault, or no such part)."""
+    parts, found = [], None
+    for part in folder.split("+"):
+        if part.startswith("oracle-"):
+            try:
+                found = Imperfection.parse(part[len("oracle-"):])
+            except ValueError:
+                found = None
+            if found is None:
+                return folder, None  # a provider fault (flaky, stall) or an unknown ablation: not an error mode
+            continue
+        parts.append(part)
+    return "+".join(parts), found
+
+
+@dataclass
+class Group:
+    """One system release, protocol and setup: the perfect oracle's cells and each mode's."""
+    system: str
+    version: str
+    protocol: str
+    setup: str
+    perfect: dict = field(default_factory=dict)        # (case, step) -> verdict
+    perfect_path: Path | None = None
+    modes: dict = field(default_factory=dict)          # mode name -> {(case, step): verdict}
+    paths: dict = field(default_factory=dict)          # mode name -> result path
+
+    def moved(self, name: str) -> dict:
+        """(case, step) -> (verdict with the perfect oracle, under the mode) for each decided cell the mode moved."""
+        got = self.modes[name]
+        return {k: (v, got.get(k, "missing")) for k, v in self.perfect.items() if v in DECIDED and got.get(k) != v}
+
+    @property
+    def decided(self) -> list:
+        return [k for k, v in self.perfect.items() if v in DECIDED]
+
+    @property
+    def full(self) -> list[str]:
+        """The modes measured at rate 1.0, in the order the docs list them."""
+        return [m for m in MODES if m in self.modes]
+
+
+def _cells(result: dict) -> dict:
+    return {(c["id"], x["step"]): x["verdict"] for c in result["cases"] for x in c["cells"]}
+
+
+def groups(results: list[tuple[Path, dict]]) -> list[Group]:
+    """Every (system, release, protocol, setup) measured both with the perfect oracle and under an error mode."""
+    found: dict[tuple, Group] = {}
+    for path, result in results:
+        stamp = result["stamp"]
+        setup, imperfection = split_variant(Path(path).parent.name)
+        if "oracle-" in setup:
+            continue
+        key = (stamp["system"]["name"], stamp["system"]["version"], stamp["protocol"]["name"], setup)
+        g = found.setdefault(key, Group(*key))
+        if imperfection is None:
+            g.perfect, g.perfect_path = _cells(result), Path(path)
+        else:
+            g.modes[imperfection.name], g.paths[imperfection.name] = _cells(result), Path(path)
+    return sorted((g for g in found.values() if g.perfect and g.modes),
+                  key=lambda g: (g.system, version_key(g.version), g.protocol, g.setup))
+
+
+def _steps(g: Group) -> list[str]:
+    return list(dict.fromkeys(step for _, step in g.perfect))
+
+
+def group_markdown(g: Group, base: str) -> list[str]:
+    full = g.full
+    moved = {m: g.moved(m) for m in g.modes}
+    dependent = {k for m in full for k in moved[m]}
+    decided = g.decided
+    undecided = len(g.perfect) - len(decided)
+    link = f"[result]({base}{g.perfect_path.as_posix()})" if g.perfect_path else ""
+    out = [f"#### {g.system} {g.version} · {g.protocol} · `{g.setup}`", "",
+           f"{len(decided)} decided cells with the perfect oracle ({link}); under the {len(full)} error mode(s) "
+           f"measured at rate 1.0 ({', '.join(full) or 'none'}): **{len(decided) - len(dependent)} plumbing**, "
+           f"**{len(dependent)} model-dependent**" + (f"; {undecided} cells the perfect oracle left undecided" if
+                                                       undecided else "") + ".", ""]
+    if full:
+        out += ["| column | decided | plumbing | " + " | ".join(full) + " |",
+                "|---|---|---|" + "---|" * len(full)]
+        for step in _steps(g):
+            mine = [k for k in decided if k[1] == step]
+            if not mine:
+                continue
+            held = sum(1 for k in mine if k not in dependent)
+            cols = []
+            for m in full:
+                n = [moved[m][k] for k in mine if k in moved[m]]
+                to = sorted({new for _, new in n})
+                cols.append(f"{len(n)} → {'/'.join(to)}" if n else "·")
+            out.append(f"| {step} | {len(mine)} | {held} | " + " | ".join(cols) + " |")
+        out.append("")
+    rated = sorted(m for m in g.modes if m not in full)
+    if rated:
+        by_mode: dict[str, list[str]] = defaultdict(list)
+        for m in rated:
+            im = Imperfection.parse(m)
+            by_mode[f"{im.mode} at rate {im.rate:g}"].append(f"seed {im.seed}: {len(moved[m])}")
+        out += ["At a realistic rate (decided cells moved, per seed): " +
+                "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(by_mode.items())) + ".", ""]
+    return out
+
+
+def summary_rows(gs: list[Group]) -> list[str]:
+    out = ["| system | release | protocol | setup | decided cells | plumbing | model-dependent | modes (cells moved) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for g in gs:
+        full = g.full
+        moved = {m: g.moved(m) for m in full}
+        dependent = {k for m in full for k in moved[m]}
+        most = ", ".join(f"{m} {len(moved[m])}" for m in full)
+        out.append(f"| {g.system} | {g.version} | {g.protocol} | `{g.setup}` | {len(g.decided)} | "
+                   f"{len(g.decided) - len(dependent)} | {len(dependent)} | {most or 'none at rate 1.0'} |")
+    return out
+
+
+def markdown(results: list[tuple[Path, dict]], base: str = "") -> str:
+    gs = groups(results)
+    if not gs:
+        return "No result has been measured both with the perfect oracle and under an error mode.\n"
+    out = summary_rows(gs) + [""]
+    for g in gs:
+        out += group_markdown(g, base)
+    return "\n".join(out).rstrip() + "\n"
