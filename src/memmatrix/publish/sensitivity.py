@@ -4,9 +4,11 @@ A cell is one case's verdict at one step of one protocol, for one system release
 perfect oracle, it says what the system's plumbing does given a perfect extractor; measured again under each
 imperfect oracle (an ``oracle-MODE`` result of the same release, protocol, setup and case file, see
 ``model/imperfect.py``), it either keeps its verdict or moves. A decided cell (PASS or FAIL with the perfect oracle)
-that no mode moved is *plumbing* under the modes measured; one that a mode moved is *model-dependent*, and the
-modes that moved it are named. A cell the perfect oracle left undecided (SKIP, ERROR, UNSUPPORTED) is counted apart:
-nothing can be said of it. Nothing is said of a mode that was not measured.
+that no mode turned into the other verdict is *plumbing* under the modes measured; one that a mode flipped is
+*model-dependent*, and the modes that flipped it are named. A mode that leaves a cell undecided (a malformed answer
+makes a write an ERROR) says nothing about its verdict: it is counted apart, never as a flip, and a cell every
+mode left undecided is neither plumbing nor model-dependent. A cell the perfect oracle left undecided (SKIP,
+ERROR, UNSUPPORTED) is not counted. Nothing is said of a mode that was not measured.
 """
 
 from __future__ import annotations
@@ -55,6 +57,25 @@ class Group:
         got = self.modes[name]
         return {k: (v, got.get(k, "missing")) for k, v in self.perfect.items() if v in DECIDED and got.get(k) != v}
 
+    def flipped(self, name: str) -> set:
+        """The decided cells the mode turned into the other verdict (PASS to FAIL, FAIL to PASS)."""
+        return {k for k, (_, new) in self.moved(name).items() if new in DECIDED}
+
+    def blurred(self, name: str) -> set:
+        """The decided cells the mode left undecided (ERROR, SKIP ...): they say nothing about the verdict."""
+        return {k for k, (_, new) in self.moved(name).items() if new not in DECIDED}
+
+    def kinds(self) -> tuple[set, set, set]:
+        """(plumbing, model-dependent, never decided under a mode) among the decided cells, over the modes at
+        rate 1.0: model-dependent when a mode flipped it; plumbing when none did and at least one mode decided it."""
+        full = self.full
+        dependent = {k for m in full for k in self.flipped(m)}
+        blurred_by_all = set(self.decided) - dependent
+        for m in full:
+            blurred_by_all &= self.blurred(m)
+        plumbing = set(self.decided) - dependent - blurred_by_all
+        return plumbing, dependent, blurred_by_all
+
     @property
     def decided(self) -> list:
         return [k for k, v in self.perfect.items() if v in DECIDED]
@@ -91,54 +112,52 @@ def _steps(g: Group) -> list[str]:
     return list(dict.fromkeys(step for _, step in g.perfect))
 
 
+def _per_mode(g: Group, m: str, cells) -> str:
+    flipped, blurred = g.flipped(m) & cells, g.blurred(m) & cells
+    parts = ([f"{len(flipped)} flip"] if flipped else []) + ([f"{len(blurred)} undecided"] if blurred else [])
+    return ", ".join(parts) or "·"
+
+
 def group_markdown(g: Group, base: str) -> list[str]:
     full = g.full
-    moved = {m: g.moved(m) for m in g.modes}
-    dependent = {k for m in full for k in moved[m]}
-    decided = g.decided
+    plumbing, dependent, never = g.kinds()
+    decided = set(g.decided)
     undecided = len(g.perfect) - len(decided)
     link = f"[result]({base}{g.perfect_path.as_posix()})" if g.perfect_path else ""
     out = [f"#### {g.system} {g.version} · {g.protocol} · `{g.setup}`", "",
            f"{len(decided)} decided cells with the perfect oracle ({link}); under the {len(full)} error mode(s) "
-           f"measured at rate 1.0 ({', '.join(full) or 'none'}): **{len(decided) - len(dependent)} plumbing**, "
-           f"**{len(dependent)} model-dependent**" + (f"; {undecided} cells the perfect oracle left undecided" if
-                                                       undecided else "") + ".", ""]
+           f"measured at rate 1.0 ({', '.join(full) or 'none'}): **{len(plumbing)} plumbing**, "
+           f"**{len(dependent)} model-dependent**" + (f", {len(never)} left undecided by every mode" if never else "")
+           + (f"; {undecided} cells the perfect oracle left undecided" if undecided else "") + ".", ""]
     if full:
-        out += ["| column | decided | plumbing | " + " | ".join(full) + " |",
-                "|---|---|---|" + "---|" * len(full)]
+        out += ["| column | decided | plumbing | model-dependent | " + " | ".join(full) + " |",
+                "|---|---|---|---|" + "---|" * len(full)]
         for step in _steps(g):
-            mine = [k for k in decided if k[1] == step]
+            mine = {k for k in decided if k[1] == step}
             if not mine:
                 continue
-            held = sum(1 for k in mine if k not in dependent)
-            cols = []
-            for m in full:
-                n = [moved[m][k] for k in mine if k in moved[m]]
-                to = sorted({new for _, new in n})
-                cols.append(f"{len(n)} → {'/'.join(to)}" if n else "·")
-            out.append(f"| {step} | {len(mine)} | {held} | " + " | ".join(cols) + " |")
+            out.append(f"| {step} | {len(mine)} | {len(mine & plumbing)} | {len(mine & dependent)} | " +
+                       " | ".join(_per_mode(g, m, mine) for m in full) + " |")
         out.append("")
     rated = sorted(m for m in g.modes if m not in full)
     if rated:
         by_mode: dict[str, list[str]] = defaultdict(list)
         for m in rated:
             im = Imperfection.parse(m)
-            by_mode[f"{im.mode} at rate {im.rate:g}"].append(f"seed {im.seed}: {len(moved[m])}")
-        out += ["At a realistic rate (decided cells moved, per seed): " +
+            by_mode[f"{im.mode} at rate {im.rate:g}"].append(f"seed {im.seed}: {_per_mode(g, m, decided)}")
+        out += ["At a realistic rate (decided cells that flip or are left undecided, per seed): " +
                 "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(by_mode.items())) + ".", ""]
     return out
 
 
 def summary_rows(gs: list[Group]) -> list[str]:
-    out = ["| system | release | protocol | setup | decided cells | plumbing | model-dependent | modes (cells moved) |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| system | release | protocol | setup | decided cells | plumbing | model-dependent | "
+           "undecided under every mode | modes that flip cells (how many) |", "|---|---|---|---|---|---|---|---|---|"]
     for g in gs:
-        full = g.full
-        moved = {m: g.moved(m) for m in full}
-        dependent = {k for m in full for k in moved[m]}
-        most = ", ".join(f"{m} {len(moved[m])}" for m in full)
-        out.append(f"| {g.system} | {g.version} | {g.protocol} | `{g.setup}` | {len(g.decided)} | "
-                   f"{len(g.decided) - len(dependent)} | {len(dependent)} | {most or 'none at rate 1.0'} |")
+        plumbing, dependent, never = g.kinds()
+        flips = ", ".join(f"{m} {len(g.flipped(m))}" for m in g.full if g.flipped(m))
+        out.append(f"| {g.system} | {g.version} | {g.protocol} | `{g.setup}` | {len(g.decided)} | {len(plumbing)} | "
+                   f"{len(dependent)} | {len(never)} | {flips or 'none'} |")
     return out
 
 
