@@ -46,11 +46,39 @@ def cmd_run(ns: argparse.Namespace, config: Config) -> int:
     # everything a user must fix is found before anything starts
     if ns.repeats is not None and ns.repeats < 1:
         raise MemmatrixError(f"--repeats {ns.repeats}: give a number of runs, 1 or more")
+    from .model import GatewaySettings
+    from .model.local import parse_model
+    mode, local = parse_model(ns.model)
     batch = Batch.from_args(config, protocol=ns.protocol, cases=ns.cases, runtime=ns.runtime, out=ns.out,
                             seed=ns.seed, no_judge=ns.no_judge, option=ns.option, replace=ns.replace,
-                            jobs=ns.jobs)
+                            jobs=ns.jobs, gateway=None if mode is None else
+                            GatewaySettings.from_env(mode="oracle", ablation="", embedder="hash") if local else
+                            GatewaySettings.from_env(mode="oracle", ablation=mode[len("oracle-"):])
+                            if mode.startswith("oracle-") else GatewaySettings.from_env(mode=mode))
     specs = [resolve_system(s, config, python=ns.python) for s in _systems(config, ns.system)]
     requests = [batch.request(spec, protocol) for spec in specs for protocol in batch.protocols]
+    if local is not None:
+        return _with_local_model(local, ns, config, batch, requests)
+    return _run_all(ns, config, batch, requests)
+
+
+def _with_local_model(local, ns: argparse.Namespace, config: Config, batch, requests) -> int:
+    """--model local:NAME: the model's server on loopback for the whole batch, the gateway proxying to it."""
+    import os
+    from .model.local import CALL_TIMEOUT_S, MAX_TOKENS, LocalServer
+    if not os.environ.get("MEMMATRIX_CALL_TIMEOUT"):  # a tiny model on a few cores takes seconds a call
+        config = config.with_(call_timeout_s=max(config.call_timeout_s, CALL_TIMEOUT_S))
+    max_tokens = MAX_TOKENS if not os.environ.get("MEMMATRIX_MODEL_MAX_TOKENS") else batch.gateway.max_tokens
+    with LocalServer(local, config, seed=batch.gateway.seed, max_tokens=max_tokens) as server:
+        batch.gateway = server.settings(batch.gateway, timeout_s=config.call_timeout_s)
+        for req in requests:
+            req.gateway = batch.gateway
+        return _run_all(ns, config, batch, requests)
+
+
+def _run_all(ns: argparse.Namespace, config: Config, batch, requests) -> int:
+    from .result.artifacts import clean_stale
+    from .systems import ensure_lock
     clean_stale(batch.out) if batch.out.exists() else None
     failures, locked, wrote = [], {}, []
     for req in requests:
@@ -205,6 +233,13 @@ def parser() -> argparse.ArgumentParser:
                         "system.yaml says parallel: true); the transcripts are the same as with one (default: 1)")
     r.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="an adapter option (see the system's adapter); recorded in the stamp and the result's folder name")
+    r.add_argument("--model", metavar="oracle|oracle-MODE|proxy|replay|local:NAME",
+                   help="who answers the systems' model calls: the oracle (default); oracle-MODE, an oracle that "
+                        "makes one mistake a real model makes (oracle-paraphrase, oracle-nocorrection-0.2-s1: "
+                        "docs/plumbing.md); proxy or replay as the "
+                        "MEMMATRIX_MODEL_* variables configure them, or local:NAME, a small GGUF model served on "
+                        "loopback as proxy mode's upstream (local:smollm2, local:gemma3-270m; built once, see "
+                        "`memmatrix model setup`)")
     r.add_argument("--no-judge", action="store_true",
                    help="never consult the pinned judge: hygiene a system leaves unqualified becomes SKIP")
     r.add_argument("--replace", action="store_true",
@@ -335,8 +370,12 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("systems", help="list the systems under systems/")
     s.set_defaults(func=cmd_systems)
 
-    m = sub.add_parser("model", help="serve the model gateway (oracle, proxy or replay) on loopback")
-    m.add_argument("action", choices=["serve"])
+    m = sub.add_parser("model", help="serve the model gateway (oracle, proxy or replay) on loopback, or set up a "
+                                     "local model (`memmatrix model setup local:NAME`)")
+    m.add_argument("action", choices=["serve", "setup"])
+    m.add_argument("local", nargs="?", metavar="local:NAME",
+                   help="setup: the local model to build the environment for and install (local:smollm2, "
+                        "local:gemma3-270m); `run --model local:NAME` does the same on first use")
     m.add_argument("--host", default="127.0.0.1")
     m.add_argument("--port", type=int, default=8790)
     m.add_argument("--cases", nargs="*", default=[], metavar="FILE", help="case files whose gold the oracle answers from")

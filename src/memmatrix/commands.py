@@ -207,6 +207,18 @@ def cmd_model(ns: argparse.Namespace, config: Config) -> int:
     import json
     import time
     from .model import Gateway, GatewaySettings
+    if ns.action == "setup":
+        from .model.local import MODELS, ensure, parse_model
+        mode, local = parse_model(ns.local) if ns.local else (None, None)
+        if local is None:
+            raise MemmatrixError(f"memmatrix model setup: name a local model, one of "
+                                 f"{', '.join('local:' + n for n in MODELS)}")
+        python, path = ensure(local, config)
+        print(f"memmatrix: local:{local.name} is ready: {local.title} {local.quantisation}, {path.name} "
+              f"(sha256 {local.sha256[:16]}…), served by {python}")
+        return 0
+    if ns.local:
+        raise MemmatrixError("memmatrix model serve takes no local model; `memmatrix run --model local:NAME` serves one")
     settings = GatewaySettings.from_env()
     case_files = [json.loads(Path(f).read_text(encoding="utf-8")) for f in ns.cases]
     dialects = None

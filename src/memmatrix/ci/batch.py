@@ -48,7 +48,7 @@ class Batch:
     @classmethod
     def from_args(cls, config: Config, *, protocol: list[str] | None, cases: str | None, runtime: str, out: str,
                   seed: int = 0, no_judge: bool = False, option: list[str] | None = None,
-                  replace: bool = False, jobs: int = 1) -> "Batch":
+                  replace: bool = False, jobs: int = 1, gateway: GatewaySettings | None = None) -> "Batch":
         where = Path(out)
         check_out(where)
         if jobs < 1:
@@ -69,7 +69,7 @@ class Batch:
             newest[p.name] = loaded[p.name].sha256 == default.sha256
             check_private_out(loaded[p.name], where, config)
         return cls(protocols=protocols, cases=loaded, newest=newest, runtime=runtime, out=where, seed=seed,
-                   gateway=GatewaySettings.from_env(), judge=not no_judge, options=parse_options(option),
+                   gateway=gateway or GatewaySettings.from_env(), judge=not no_judge, options=parse_options(option),
                    replace=replace, jobs=jobs)
 
     def request(self, spec: SystemSpec, protocol: EvalProtocol, repeat: int = 1) -> RunRequest:

@@ -36,7 +36,9 @@ def _gateway(stamp: dict, folder: Path, result: dict) -> GatewaySettings:
             return GatewaySettings(ablation=ablation, embedder="hash", embed_dims=int(emb.rsplit("-", 1)[1]))
         return GatewaySettings(ablation=ablation, embedder="minilm")
     recording = folder / result["model_transcript"]["file"]
-    return GatewaySettings(mode="replay", replay=recording)
+    # the adapters are told the embedding width the run had: a local model's (model.local), else the default
+    dims = (model.get("local") or {}).get("embedding_dims")
+    return GatewaySettings(mode="replay", replay=recording, **({"embed_dims": int(dims)} if dims else {}))
 
 
 def _system(stamp: dict, config: Config, tmp: Path, remarks: list[str] | None):

@@ -50,6 +50,7 @@ class GatewaySettings:
     embed_dims: int = 1536
     ablation: str = ""
     timeout_s: float = 120.0
+    local: dict | None = None  # proxy to a local model (--model local:NAME): its file, runtime and sampler
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides) -> "GatewaySettings":
@@ -99,7 +100,7 @@ class GatewaySettings:
         if self.mode == "proxy":
             return {"mode": "proxy", "id": self.upstream_model, "oracle_version": None,
                     "embedding_model": self.upstream_embedding_model, "temperature": 0, "seed": self.seed,
-                    "max_tokens": self.max_tokens}
+                    "max_tokens": self.max_tokens, **({"local": self.local} if self.local else {})}
         if self.mode == "replay":
             return {"mode": "replay", "id": f"replay:{self.replay.name}", "oracle_version": None}
         imperfect = Imperfection.parse(self.ablation)

@@ -113,7 +113,8 @@ class Session:
 
 def _open(stack: ExitStack, req: RunRequest, config: Config, budgets: dict, ledger: Ledger,
           transcript: Transcript) -> Session:
-    local = None if req.runtime == "compose" else LocalGateway(req.gateway, [req.cases.data], req.spec.oracle)
+    dialects = req.spec.oracle if req.gateway.mode == "oracle" else None  # a real model needs no oracle module
+    local = None if req.runtime == "compose" else LocalGateway(req.gateway, [req.cases.data], dialects)
     if local is not None:
         stack.callback(local.close)  # after the runtime has stopped (the stack unwinds last-in first-out)
     runtime_config = dict(req.runtime_config)
