@@ -263,7 +263,12 @@ def identity(model: LocalModel, facts: dict, sha256: str) -> dict:
             "llama_cpp_python": facts["llama_cpp_python"], "n_ctx": facts["n_ctx"],
             "embedding_dims": facts["n_embd"], "sampler": facts["sampler"], "seed": facts["seed"],
             "max_tokens": facts["max_tokens"], "threads": facts["threads"], "prefix_cache": facts["prefix_cache"],
-            "gguf": facts.get("gguf", {})}
+            "gguf": facts.get("gguf", {}), "note": SMOKE}
+
+
+#: the label every local-model result carries in its stamp
+SMOKE = ("a weak-model smoke run: a tiny local model proves the path from a system to a real model and back "
+         "(proxy recording, constrained decoding, replay), not what a capable model would make of the system")
 
 
 def gateway_settings(model: LocalModel, url: str, facts: dict, ident: dict, base: GatewaySettings,

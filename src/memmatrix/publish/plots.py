@@ -30,8 +30,9 @@ def _results(roots: list[Path]) -> list[tuple[Path, dict]]:
             r = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(r, dict) and r.get("kind") == "memmatrix.result" and "+oracle-" not in path.parent.name:
-            out.append((path, r))  # the perfect oracle's runs: an imperfect one's costs are its mistakes'
+        if isinstance(r, dict) and r.get("kind") == "memmatrix.result" and "+oracle-" not in path.parent.name \
+                and (r.get("stamp") or {}).get("model", {}).get("mode") == "oracle":
+            out.append((path, r))  # the perfect oracle's runs: an imperfect or a real model's costs are its own
     return out
 
 
