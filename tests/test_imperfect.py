@@ -38,10 +38,10 @@ def _gold_of(case: dict) -> list[dict]:
     return out
 
 
-def _run(config, tmp_path: Path, protocol: str, ablation: str) -> Path:
+def _run(config, tmp_path: Path, protocol: str, ablation: str, system: str = "reference") -> Path:
     p = get_protocol(protocol)
     cf = load_cases(default_case_file(config, protocol), config, p)
-    return execute(RunRequest(spec=resolve_system("reference", config), protocol=p, cases=cf, runtime="inprocess",
+    return execute(RunRequest(spec=resolve_system(system, config), protocol=p, cases=cf, runtime="inprocess",
                               out=tmp_path / (ablation or "perfect"), gateway=GatewaySettings(ablation=ablation)),
                    config)
 
@@ -163,3 +163,25 @@ def test_the_oracle_with_a_withheld_correction_still_counts_the_prompt_as_recogn
     reply = oracle.chat(request)
     assert reply.matched and all(f["intent"] != "retract" for f in json.loads(reply.content)["facts"])
     assert Oracle(GoldIndex([cases])).chat(request).matched
+
+
+
+
+def test_a_wrong_tool_argument_moves_the_cells_of_the_facts_it_garbles(config, tmp_path, perfect):
+    """The reference extracting through one tool call per fact: with the perfect oracle it is the reference, cell
+    for cell; under wrongarg the first call of each extraction loses half its first text argument (a subject of
+    several words). The reference finds a write's facts by their words, so what moves is the forget: its request's
+    fact no longer names the stored one, and only the cells that check a value is gone (absent, stores, audit)
+    move, never one that checks a value is still there."""
+    adapter = f"{ROOT / 'tests/adapters/tool_extract.py'}:ToolExtract"
+    where = _run(config, tmp_path, "deletion", "", adapter)
+    same, cost = _cells(where)
+    assert same == perfect["deletion"] and not cost.get("unmatched")
+    result = json.loads((where / "result.json").read_text())
+    gone = {(c["id"], x["step"]) for c in result["cases"] for x in c["cells"]
+            if {k.get("check") for k in x["checks"]} & {"absent", "store", "stores", "audit"}}
+    where = _run(config, tmp_path / "tools", "deletion", "wrongarg", adapter)
+    cells, cost = _cells(where)
+    moved = {k for k, v in cells.items() if perfect["deletion"][k] != v}
+    assert moved and moved <= gone and not cost.get("unmatched")
+    assert "record_fact" in text_of(where, "model-transcript")

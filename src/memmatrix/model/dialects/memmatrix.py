@@ -51,10 +51,12 @@ from __future__ import annotations
 import json
 
 from ..gold import GoldIndex
-from .common import Reply, message_text, messages_of
+from .common import Reply, message_text, messages_of, tool_names
 from .hygiene import judge_hygiene
 
 EXTRACT_MARKER = "memmatrix-extract/v1"
+#: an extraction request that offers this tool is answered with one call of it per fact (its arguments: the fact)
+RECORD_TOOL = "record_fact"
 JUDGE_MARKER = "memmatrix-judge/hygiene-v2"
 
 
@@ -81,7 +83,10 @@ class Extract:
             lines = [ln.split(": ", 1)[-1].strip() for ln in text.splitlines() if ln.strip()]
             facts = [f for f in (gold.fact_for_statement(ln, text) for ln in lines) if f is not None]
         keys = ("subject", "attribute", "value", "statement", "intent", "replaces", "valid_from", "valid_to")
-        return Reply.json(Extract.name, bool(facts), {"facts": [{k: f[k] for k in keys if k in f} for f in facts]})
+        facts = [{k: f[k] for k in keys if k in f} for f in facts]
+        if RECORD_TOOL in tool_names(request):  # the same facts as tool calls, one per fact
+            return Reply.tools(Extract.name, bool(facts), [(RECORD_TOOL, f) for f in facts])
+        return Reply.json(Extract.name, bool(facts), {"facts": facts})
 
 
 # =============================================================================== the hygiene judge
