@@ -51,11 +51,15 @@ class Group:
     perfect_path: Path | None = None
     modes: dict = field(default_factory=dict)          # mode name -> {(case, step): verdict}
     paths: dict = field(default_factory=dict)          # mode name -> result path
+    _moved: dict = field(default_factory=dict, repr=False, compare=False)  # mode name -> moved(), computed once
 
     def moved(self, name: str) -> dict:
         """(case, step) -> (verdict with the perfect oracle, under the mode) for each decided cell the mode moved."""
-        got = self.modes[name]
-        return {k: (v, got.get(k, "missing")) for k, v in self.perfect.items() if v in DECIDED and got.get(k) != v}
+        if name not in self._moved:
+            got = self.modes[name]
+            self._moved[name] = {k: (v, got.get(k, "missing")) for k, v in self.perfect.items()
+                                 if v in DECIDED and got.get(k) != v}
+        return self._moved[name]
 
     def flipped(self, name: str) -> set:
         """The decided cells the mode turned into the other verdict (PASS to FAIL, FAIL to PASS)."""
