@@ -51,6 +51,8 @@ class Group:
     perfect_path: Path | None = None
     modes: dict = field(default_factory=dict)          # mode name -> {(case, step): verdict}
     paths: dict = field(default_factory=dict)          # mode name -> result path
+    unanswered: dict = field(default_factory=dict)     # mode name -> {where: calls the oracle left unanswered}
+    perfect_unanswered: int = 0
     _moved: dict = field(default_factory=dict, repr=False, compare=False)  # mode name -> moved(), computed once
 
     def moved(self, name: str) -> dict:
@@ -90,6 +92,11 @@ class Group:
         return [m for m in MODES if m in self.modes]
 
 
+def _order(name: str) -> tuple:
+    im = Imperfection.parse(name)
+    return (list(MODES).index(im.mode), -im.rate, im.seed)
+
+
 def _cells(result: dict) -> dict:
     return {(c["id"], x["step"]): x["verdict"] for c in result["cases"] for x in c["cells"]}
 
@@ -106,8 +113,11 @@ def groups(results: list[tuple[Path, dict]]) -> list[Group]:
         g = found.setdefault(key, Group(*key))
         if imperfection is None:
             g.perfect, g.perfect_path = _cells(result), Path(path)
+            g.perfect_unanswered = sum(((result.get("cost") or {}).get("unmatched") or {}).values())
         else:
             g.modes[imperfection.name], g.paths[imperfection.name] = _cells(result), Path(path)
+            if (result.get("cost") or {}).get("unmatched"):
+                g.unanswered[imperfection.name] = result["cost"]["unmatched"]
     return sorted((g for g in found.values() if g.perfect and g.modes),
                   key=lambda g: (g.system, version_key(g.version), g.protocol, g.setup))
 
@@ -143,6 +153,15 @@ def group_markdown(g: Group, base: str) -> list[str]:
             out.append(f"| {step} | {len(mine)} | {len(mine & plumbing)} | {len(mine & dependent)} | " +
                        " | ".join(_per_mode(g, m, mine) for m in full) + " |")
         out.append("")
+    if g.unanswered:
+        said = "; ".join(f"{m}: {sum(w.values())} ({', '.join(f'{k} ×{n}' for k, n in w.items())})"
+                         for m, w in sorted(g.unanswered.items(), key=lambda kv: _order(kv[0])))
+        why = ("the perfect oracle's run left none, so these are requests the injected mistake led to (a retry "
+               "after a failed tool call, a prompt quoting a broken earlier answer) and that mode's moves include "
+               "what the system did with an answer that asserts nothing" if not g.perfect_unanswered else
+               f"the perfect oracle's run left {g.perfect_unanswered} as well (see its result)")
+        out += [f"Calls the oracle could not answer from gold (it replied with an answer that asserts nothing), "
+                f"per mode: {said}; {why}.", ""]
     rated = sorted(m for m in g.modes if m not in full)
     if rated:
         by_mode: dict[str, list[str]] = defaultdict(list)
