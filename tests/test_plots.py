@@ -1,12 +1,8 @@
 """The cost plots: drawn from the committed results, the same bytes every time, and docs/plots/ up to date."""
 
-import pytest
-
 from conftest import ROOT
 
 from memmatrix.cli import main
-
-pytest.importorskip("matplotlib", reason="the plots extra is not installed: pip install 'memmatrix[plots]'")
 
 
 def test_the_committed_plots_are_what_the_committed_results_draw(tmp_path, capsys):

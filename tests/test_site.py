@@ -48,7 +48,7 @@ def writepath_site(tmp_path_factory) -> Path:
 
 
 def test_the_site_has_a_row_per_run_and_a_page_per_run_and_case(writepath_site):
-    index = (writepath_site / "index.html").read_text()
+    index = (writepath_site / "writepath.html").read_text()
     results = find_results([ROOT / "results" / "writepath"])
     assert index.count('<tr class="run"') == len(results)
     runs = [d for d in (writepath_site / "runs").iterdir() if d.is_dir()]
@@ -74,8 +74,8 @@ def test_a_case_page_quotes_the_transcript_lines_by_their_number_in_the_committe
     case = next(c for c in r["cases"] if any(cell["verdict"] == "FAIL" for cell in c["cells"]))
     page = next((writepath_site / "runs").glob(f"writepath-mem0-{r['stamp']['system']['version']}-embedded-*"))
     html = (page / f"{case['id']}.html").read_text()
-    quoted = re.findall(r'<li value="(\d+)" class="line"[^>]*><span class="what">[^<]*</span><br><code>(.*?)</code>',
-                        html, re.S)
+    harness = "".join(part.split("</ol>", 1)[0] for part in html.split('<ol class="transcript lines">')[1:])
+    quoted = re.findall(r'<li value="(\d+)"><b>[^<]*</b><code>(.*?)</code>', harness, re.S)
     assert quoted
     import html as h
     for n, text in quoted:
@@ -88,6 +88,99 @@ def test_no_page_loads_anything_from_elsewhere(writepath_site):
         text = page.read_text()
         assert "default-src 'self'" in text
         assert not re.search(r'(?:src|href)="(?:https?:)?//', text), page
+
+
+def test_every_link_of_every_page_resolves_and_no_page_names_the_build_machine(writepath_site):
+    from urllib.parse import unquote, urldefrag
+    pages = list(writepath_site.rglob("*.html"))
+    assert len(pages) > 10
+    broken = []
+    for page in pages:
+        text = page.read_text()
+        assert str(ROOT) not in text and str(writepath_site) not in text, page  # relative paths only
+        for href in re.findall(r'(?:href|src)="([^"]+)"', text):
+            target, _ = urldefrag(unquote(href))
+            if target and not (page.parent / target).is_file():
+                broken.append((page.relative_to(writepath_site), href))
+    assert broken == []
+
+
+def _newest_default(root: Path) -> dict:
+    """system -> (version, result) of its newest embedded default-setup result under root, computed apart from the
+    site's code."""
+    from memmatrix.common.releases import version_key
+    found: dict = {}
+    for p in find_results([root]):
+        r = json.loads(p.read_text())
+        s = r["stamp"]["system"]
+        if p.parent.name != "embedded" or s.get("options"):
+            continue
+        if s["name"] not in found or version_key(s["version"]) > version_key(found[s["name"]][0]):
+            found[s["name"]] = (s["version"], r)
+    return found
+
+
+def test_the_front_page_scores_each_system_at_its_newest_release_and_links_each_figure(writepath_site):
+    index = (writepath_site / "index.html").read_text()
+    newest = _newest_default(ROOT / "results" / "writepath")
+    rows = re.findall(r'<tr class="system" data-system="([^"]+)">\n<td class="first">[^<]+</td><td>([^<]+)</td>', index)
+    assert dict(rows) == {k: v for k, (v, _) in newest.items()}
+    for system, (version, r) in newest.items():
+        verdicts = {}
+        for case in r["cases"]:
+            for cell in case["cells"]:
+                verdicts.setdefault(cell["step"], set()).add(cell["verdict"])
+        applicable = [k for k, v in verdicts.items() if v != {"UNSUPPORTED"}]
+        held = [k for k in applicable if verdicts[k] == {"PASS"}]
+        row = index.split(f'data-system="{system}"', 1)[1].split("</tr>", 1)[0]
+        assert f">{len(held)}/{len(applicable)} held</a>" in row, system
+        failing = [k for k in applicable if "FAIL" in verdicts[k]]
+        assert len(re.findall(r'index.html#step-([^"]+)"', row.split('class="failing"', 1)[-1])) == \
+            (len(failing) if failing else 0) or not failing
+        m = r.get("measures") or {}
+        rates = ", ".join(f"{st['key']} {m[st['key']]['passed']}/{m[st['key']]['of']}" for st in r["steps"]
+                          if (m.get(st["key"]) or {}).get("of"))
+        assert rates and rates in row, system  # the write path's rates, passed of measured, in the steps' order
+    assert "script-src 'self'" in index and (writepath_site / "sort.js").is_file()
+    assert all("script-src 'none'" in p.read_text() for p in (writepath_site / "runs").rglob("*.html"))
+
+
+def test_a_scored_protocol_shows_its_score_with_its_range_over_the_repeated_runs(tmp_path):
+    index = write_site([ROOT / "results" / "door"], tmp_path / "site", CONFIG).read_text()
+    newest = _newest_default(ROOT / "results" / "door")
+    for system, (version, r) in newest.items():
+        folder = ROOT / "results" / "door" / system / version
+        points = sorted(json.loads(p.read_text())["measures"]["core"]["points"] for p in find_results([folder])
+                        if re.fullmatch(r"embedded(\+repeat-\d+)?", p.parent.name))
+        core = r["measures"]["core"]
+        said = f"Core {core['points']:g}/{core['weight']:g}" + \
+            (f" (range {points[0]:g}–{points[-1]:g} over {len(points)} runs)" if len(points) > 1 else "")
+        row = index.split(f'data-system="{system}"', 1)[1].split("</tr>", 1)[0]
+        assert said in row, (system, said)
+
+
+def test_the_front_page_says_which_cells_changed_since_a_previous_matrix(tmp_path):
+    src = ROOT / "results" / "writepath" / "mem0"
+    newest = sorted(find_results([src]))[0].parent
+    old = tmp_path / "old" / newest.relative_to(ROOT)
+    shutil.copytree(newest, old)
+    r = json.loads((old / "result.json").read_text())
+    cells = [(c, x) for c in r["cases"] for x in c["cells"]]
+    fail, passing = next((f, (c, x)) for _, f in cells if f["verdict"] == "FAIL" for c, x in cells
+                         if x["verdict"] == "PASS" and x["step"] == f["step"])
+    passing[0]["cells"][passing[0]["cells"].index(passing[1])] = dict(fail)  # the old matrix failed there
+    (old / "result.json").write_text(json.dumps(r))
+    index = write_site([newest], tmp_path / "site", CONFIG, baseline=tmp_path / "old").read_text()
+    changed = index.split('id="changed"', 1)[1]
+    assert "1 cell(s) changed" in changed and '<tr class="change-fixed"><td>fixed</td><td>mem0</td>' in changed
+    assert f"<td>{passing[0]['id']}</td><td>{fail['step']}</td>" in changed
+    assert "No previous matrix was given" in write_site([newest], tmp_path / "site2", CONFIG).read_text()
+
+
+def test_a_baseline_without_a_site_is_refused_before_anything_runs(tmp_path, capsys):
+    from memmatrix.cli import main
+    assert main(["report", str(ROOT / "results" / "writepath"), "--baseline", str(tmp_path)]) == 2
+    assert "--baseline" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------------- in a real browser
@@ -122,45 +215,133 @@ def browser(tmp_path_factory):
     driver.quit()
 
 
+#: what a page's layout must not do at a width: a table, listing or figure wider than the window outside a box that
+#: scrolls it, a scroll box wider than the window, or the page itself scrolling sideways
+CUT_OFF = """
+const vw = document.documentElement.clientWidth, bad = [];
+for (const el of document.querySelectorAll('table, pre, img, svg, ol')) {
+  if (!el.getClientRects().length) continue;  // folded away (a closed details)
+  let box = el;
+  while (box && box !== document.body && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+  const edge = (box && box !== document.body ? box : el).getBoundingClientRect().right;
+  if (edge > vw + 1) bad.push(el.tagName + '.' + el.className + ' reaches ' + Math.round(edge) + 'px');
+}
+if (document.documentElement.scrollWidth > vw + 1) bad.push('the page scrolls sideways to ' + document.documentElement.scrollWidth + 'px');
+return bad;
+"""
+
+
+def _baseline_with_one_changed_cell(tmp_path: Path) -> tuple[Path, str, str]:
+    """A previous matrix: one committed result, one of its PASS cells a FAIL there. Returns it, the case and step."""
+    run = ROOT / "results" / "contradiction" / "mem0" / "2.2.1" / "embedded"
+    old = tmp_path / "baseline" / run.relative_to(ROOT)
+    shutil.copytree(run, old)
+    r = json.loads((old / "result.json").read_text())
+    cells = [(c, x) for c in r["cases"] for x in c["cells"]]
+    fail, (case, cell) = next((f, (c, x)) for _, f in cells if f["verdict"] == "FAIL" for c, x in cells
+                              if x["verdict"] == "PASS" and x["step"] == f["step"])
+    case["cells"][case["cells"].index(cell)] = dict(fail)
+    (old / "result.json").write_text(json.dumps(r))
+    return tmp_path / "baseline", case["id"], fail["step"]
+
+
 @pytest.mark.browser
-def test_the_committed_matrix_in_a_browser_from_overview_to_the_transcript_lines(browser, tmp_path):
+def test_a_person_finds_each_answer_within_two_clicks_of_the_front_page(browser, tmp_path):
     from selenium.webdriver.common.by import By
-    site = tmp_path / "site"
-    index = write_site([ROOT / "results"], site, CONFIG)
-    browser.get(index.as_uri())
-    rows = browser.find_elements(By.CSS_SELECTOR, "tr.run")
-    assert {r.get_attribute("data-system") for r in rows} == systems_in(ROOT / "results")
-    assert len(rows) == len(find_results([ROOT / "results"]))
+    baseline, changed_case, changed_step = _baseline_with_one_changed_cell(tmp_path)
+    index = write_site([ROOT / "results"], tmp_path / "site", CONFIG, baseline=baseline)
     shots = Path(os.environ.get("MEMMATRIX_ARTIFACTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(shots / "report-overview.png"))
+    newest = _newest_default(ROOT / "results")
+    browser.get(index.as_uri())
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.scorecard tr.system")
+    assert {r.get_attribute("data-system") for r in rows} == set(newest)
 
-    browser.find_element(By.CSS_SELECTOR, "td.v-FAIL a").click()  # a FAIL cell of the overview: its run's cases
-    assert "/runs/" in browser.current_url and "#step-" in browser.current_url
+    # 1. "which system holds every deletion step?": on the front page, the deletion column's held headlines
+    def holds_every_step(r: dict) -> bool:
+        applicable = [c["verdict"] for case in r["cases"] for c in case["cells"] if c["verdict"] != "UNSUPPORTED"]
+        return bool(applicable) and set(applicable) == {"PASS"}
+    deletion_runs = {p.parent.parent.parent.name: json.loads(p.read_text())
+                     for p in find_results([ROOT / "results" / "deletion"])
+                     if p.parent.name == "embedded" and p.parent.parent.name == newest.get(p.parent.parent.parent.name, ("",))[0]}
+    holding = {name for name, r in deletion_runs.items() if holds_every_step(r)}
+    shown = {td.find_element(By.XPATH, "..").get_attribute("data-system")
+             for td in browser.find_elements(By.CSS_SELECTOR, 'td.headline.holds[data-protocol="deletion"]')}
+    assert holding and shown == holding
+
+    # 2. "what does mem0 2.2.1 fail on the contradiction test, and why?": the failing columns are on the front page;
+    # one click opens the run at a failing column, a second the case whose cell fails there, with its reason
+    mem0 = browser.find_element(By.CSS_SELECTOR, 'tr.system[data-system="mem0"]')
+    assert mem0.find_elements(By.TAG_NAME, "td")[1].text == "2.2.1"
+    failing = mem0.find_elements(By.CSS_SELECTOR, 'td[data-protocol="contradiction"] .failing a')
+    assert failing
+    failing[0].click()
     step = browser.current_url.rsplit("#step-", 1)[1]
+    assert "/runs/contradiction-mem0-2.2.1-embedded-" in browser.current_url
     heads = [th.get_attribute("id") for th in browser.find_elements(By.CSS_SELECTOR, "table.cases th[id]")]
     column = heads.index(f"step-{step}") + 3  # nth-child counts from 1, and case and shape come first
-    fail = browser.find_element(By.CSS_SELECTOR, f"table.cases tr td:nth-child({column}).v-FAIL a")
-    fail.click()  # that step's FAIL cell of one case: the case page, at the cell
-    assert browser.current_url.endswith(f"#cell-{step}")
+    browser.find_element(By.CSS_SELECTOR, f"table.cases tr td:nth-child({column}).v-FAIL a").click()
     cell = browser.find_element(By.ID, f"cell-{step}")
     assert "FAIL" in cell.find_element(By.CSS_SELECTOR, ".verdict").text
-    assert cell.find_element(By.CSS_SELECTOR, ".reason").text
-    cell.find_element(By.CSS_SELECTOR, ".evidence a").click()  # the transcript lines behind it
-    op = browser.find_element(By.ID, browser.current_url.rsplit("#", 1)[1])
-    lines = op.find_elements(By.CSS_SELECTOR, "li.line")
-    assert lines and all(li.is_displayed() for li in lines[:3])
-    assert lines[0].get_attribute("value").isdigit() and '"kind"' in lines[0].text
-    browser.save_screenshot(str(shots / "report-case.png"))
+    assert cell.find_element(By.CSS_SELECTOR, ".reason").text.strip()
+    cell.find_element(By.CSS_SELECTOR, ".evidence a").click()  # and the transcript lines behind it
+    lines = browser.find_element(By.ID, browser.current_url.rsplit("#", 1)[1]).find_elements(By.CSS_SELECTOR, "ol.lines > li")
+    assert lines and lines[0].get_attribute("value").isdigit() and '"kind"' in lines[0].text
+    case_page = browser.current_url.split("#")[0]
+
+    # 3. "what changed since the previous matrix?": on the front page
+    browser.get(index.as_uri())
+    changed = browser.find_element(By.ID, "changed").find_element(By.XPATH, "following-sibling::div[1]")
+    row = changed.find_element(By.CSS_SELECTOR, "tr.change-fixed").text
+    assert changed_case in row and "FAIL → PASS" in row and f" {changed_step} " in f" {row} "
+
+    # 4. "is claim MEM-1 reproduced?": one click, the status beside the quote
+    browser.find_element(By.LINK_TEXT, "vendor claims").click()
+    status = browser.find_element(By.ID, "MEM-1").find_element(By.XPATH, "..").find_element(By.CSS_SELECTOR, "td.status").text
+    table_row = next(ln for ln in (ROOT / "docs" / "claims.md").read_text().splitlines() if ln.startswith("| [MEM-1]"))
+    assert status.split("\n")[0] and status.split("\n")[0] in table_row
+
+    # at 1,400 px and at 400 px no table is cut off, on every kind of page
+    pages = [index.as_uri()] + [(index.parent / f"{p}.html").as_uri() for p in ("deletion", "contradiction", "claims",
+                                                                            "timeline")]
+    pages += [case_page.rsplit("/", 1)[0] + "/index.html", case_page]
+    for width in (1400, 400):
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": width < 800})
+        for page in pages:
+            browser.get(page)
+            assert browser.execute_script(CUT_OFF) == [], (width, page)
+        browser.get(index.as_uri())
+        browser.save_screenshot(str(shots / f"scorecard-{width}px.png"))
+        browser.get(case_page)
+        browser.save_screenshot(str(shots / f"case-{width}px.png"))
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
     asked = [json.loads(e["message"])["message"] for e in browser.get_log("performance")]
     urls = [m["params"]["request"]["url"] for m in asked if m.get("method") == "Network.requestWillBeSent"]
     ours = [u for u in urls if u.startswith("file://")]
-    assert any(u.endswith("site.css") for u in ours) and any(u.endswith("/index.html") for u in ours)
+    assert any(u.endswith("site.css") for u in ours) and any(u.endswith("sort.js") for u in ours)
     # nothing left the machine: every request was for a file, or the browser's own pages (its new tab)
     assert [u for u in urls if not u.startswith(("file://", "chrome://", "chrome-untrusted://", "about:", "data:"))] == []
+
+
+@pytest.mark.browser
+def test_the_scorecard_sorts_by_a_column_in_the_browser(browser, writepath_site):
+    from selenium.webdriver.common.by import By
+    browser.get((writepath_site / "index.html").as_uri())
+    first = lambda: browser.find_element(By.CSS_SELECTOR, "table.scorecard tbody tr").get_attribute("data-system")
+    heads = browser.find_elements(By.CSS_SELECTOR, "table.scorecard thead th")
+    column = [h.text.strip() for h in heads].index("write p50")
+    head = heads[column]
+    values = {r.get_attribute("data-system"): float(r.find_elements(By.TAG_NAME, "td")[column].get_attribute("data-value"))
+              for r in browser.find_elements(By.CSS_SELECTOR, "table.scorecard tr.system")}
+    assert len(set(values.values())) > 1
+    head.click()
+    assert first() == max(values, key=values.get)
+    head.click()
+    assert first() == min(values, key=values.get)
 
 
 def test_the_overview_marks_judged_cells_and_the_oracles_unanswered_calls(tmp_path):
@@ -172,7 +353,7 @@ def test_the_overview_marks_judged_cells_and_the_oracles_unanswered_calls(tmp_pa
     assert any(c.get("method") == "judged" for case in r["cases"] for c in case["cells"])
     r["cost"]["total"]["unmatched"] = 3  # as a run whose oracle left three calls unanswered would say
     (run / "result.json").write_text(json.dumps(r))
-    index = write_site([tmp_path / "results"], tmp_path / "site", CONFIG).read_text()
+    index = (write_site([tmp_path / "results"], tmp_path / "site", CONFIG).parent / "contradiction.html").read_text()
     assert '<sup title="judged">j</sup>' in index
     assert "⚠ 3" in index and "did not answer 3 model call(s)" in index
 

@@ -275,7 +275,7 @@ def parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=cmd_repack)
 
     pl = sub.add_parser("plots", help="draw the cost plots (lag CDF, store growth, accuracy against door size) as SVG "
-                        "from results (needs the plots extra)")
+                        "from results")
     pl.add_argument("paths", nargs="*", default=["results"], help="folders of results (default: results)")
     pl.add_argument("--out", default="docs/plots", help="folder for the SVG files (default: docs/plots)")
     pl.set_defaults(func=cmd_plots)
@@ -293,6 +293,8 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--html", metavar="DIR", help="write the matrix as a static site into DIR (opens from the file "
                     "system: no server, nothing loaded from elsewhere)")
     rp.add_argument("--append", action="store_true", help="add to the end of --output instead of replacing it")
+    rp.add_argument("--baseline", metavar="OLD", help="with --html: a previous matrix's results folder; the front "
+                    "page says which cells changed since it")
     rp.set_defaults(func=cmd_report)
 
     d = sub.add_parser("diff", help="state changes between comparable runs; exit 1 on a regression, 3 when nothing was comparable")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .common.config import Config
-from .common.errors import MemmatrixError
+from .common.errors import ConfigError, MemmatrixError
 
 
 def cmd_rescore(ns: argparse.Namespace, config: Config) -> int:
@@ -47,9 +47,13 @@ def cmd_private(ns: argparse.Namespace, config: Config) -> int:
 
 def cmd_report(ns: argparse.Namespace, config: Config) -> int:
     from .publish.report import render
+    if ns.baseline and not ns.html:
+        raise ConfigError("memmatrix report: --baseline compares on the site's front page; give --html DIR with it "
+                          "(or use 'memmatrix diff OLD NEW' for the changes as Markdown)")
     if ns.html:
         from .publish.site import write_site
-        index = write_site([Path(p) for p in ns.paths], Path(ns.html), config)
+        index = write_site([Path(p) for p in ns.paths], Path(ns.html), config,
+                           baseline=Path(ns.baseline) if ns.baseline else None)
         print(f"memmatrix: wrote the site; open {index}", file=sys.stderr)
         if not ns.output:
             return 0

@@ -102,6 +102,22 @@ def read_text(path: str | os.PathLike) -> str:
         raise ValueError(f"{Path(path).name} is not a readable transcript ({type(exc).__name__}: {exc})") from None
 
 
+def iter_lines(path: str | os.PathLike):
+    """A transcript's lines one at a time (numbered as in its canonical text, split at each newline only), read
+    from the stream, so a long transcript is never held whole."""
+    import gzip
+    import lzma
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    opener = lzma.open if magic == b"\xfd7zXZ\x00" else gzip.open if magic[:2] == b"\x1f\x8b" else open
+    try:
+        with opener(path, "rt", encoding="utf-8", newline="\n") as fh:
+            for line in fh:
+                yield line[:-1] if line.endswith("\n") else line
+    except (OSError, EOFError, UnicodeDecodeError, lzma.LZMAError) as exc:
+        raise ValueError(f"{Path(path).name} is not a readable transcript ({type(exc).__name__}: {exc})") from None
+
+
 def stored_transcript(folder: Path, name: str) -> Path:
     """The file holding transcript ``name`` (``transcript``, ``model-transcript``) in a result folder: xz, gz or plain."""
     for suffix in (COMPRESSED_SUFFIX, *ENCODINGS, ""):

@@ -195,6 +195,13 @@ class Measured:
             and (self.cases.startswith(wanted + "-") if wanted else not self.cases)
 
 
+def _kept(cell: dict) -> dict:
+    """What a claim reads of a cell: its verdict and reason, and its store checks (the rest is not kept, so
+    reading every result holds little)."""
+    return {"verdict": cell["verdict"], "reason": cell.get("reason", ""),
+            "checks": [c for c in cell.get("checks", []) if c.get("check") == "store"]}
+
+
 def measured(paths: list[Path], config: Config) -> list[Measured]:
     from ..evidence.verify import load_result
     from .sensitivity import split_variant
@@ -206,7 +213,7 @@ def measured(paths: list[Path], config: Config) -> list[Measured]:
         runtime, options, cases, plain = folder_setup(folder)
         if not plain or runtime != stamp["runtime"]["name"]:
             continue  # a seed, a provider fault, a proxy or replay run: claims read the oracle's plain runs
-        rows = [{"id": c["id"], "shape": c.get("shape", ""), "cells": {cell["step"]: cell for cell in c["cells"]}}
+        rows = [{"id": c["id"], "shape": c.get("shape", ""), "cells": {cell["step"]: _kept(cell) for cell in c["cells"]}}
                 for c in result["cases"]]
         out.append(Measured(stamp["system"]["name"], stamp["system"]["version"], stamp["protocol"]["name"], runtime,
                             Path(path), options, cases, rows, imperfection.name if imperfection else ""))

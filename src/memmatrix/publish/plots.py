@@ -57,7 +57,7 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise ConfigError("memmatrix plots needs matplotlib: pip install 'memmatrix[plots]'") from None
+        raise ConfigError("memmatrix plots needs matplotlib, a dependency of memmatrix: reinstall it (pip install -e .)") from None
     matplotlib.use("Agg")
     from cycler import cycler
     matplotlib.rcParams.update({"svg.hashsalt": "memmatrix", "svg.fonttype": "none", "font.size": 9,

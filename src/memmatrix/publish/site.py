@@ -24,14 +24,15 @@ import shutil
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
 
-from ..common.canon import read_text, stored_transcript
+from ..common.canon import iter_lines, stored_transcript
 from .reportmodel import SHORT, cells_of, sections, setup_label, step_name, unmatched
 from ..evidence.verify import find_results, load_result
 
 #: a transcript line longer than this is shown cut, with the number of characters left out; a model call's line
 #: (a whole prompt and its answer) is cut shorter: its summary says what it was, its number where it is whole
-LINE_CHARS, MODEL_LINE_CHARS = 4000, 600
+LINE_CHARS, MODEL_LINE_CHARS = 1000, 600
 
 
 def _env() -> Environment:
@@ -39,7 +40,14 @@ def _env() -> Environment:
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["short"] = lambda v: SHORT.get(v, v)
     env.filters["id"] = id  # a result dict to its run's slug
+    env.filters["text"] = text_node
     return env
+
+
+def text_node(value: str) -> Markup:
+    """A quoted transcript line as element text: only ``&``, ``<`` and ``>`` need escaping there, so a JSON line's
+    quotes stay one character each (autoescape would make each five, for a third of a case page's size)."""
+    return Markup(str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
 def run_slug(path: Path, result: dict) -> str:
@@ -55,9 +63,10 @@ def case_slug(case_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id)
 
 
-def _lines(folder: Path, name: str) -> list[str]:
+def _lines(folder: Path, name: str):
+    """The lines of a committed transcript, one at a time (none when the result has no such file)."""
     f = stored_transcript(folder, name)
-    return read_text(f).splitlines() if f.is_file() else []
+    return iter_lines(f) if f.is_file() else iter(())
 
 
 def _cut(line: str, limit: int = LINE_CHARS) -> tuple[str, int]:
@@ -106,8 +115,23 @@ def _evidence(case: dict, by_op: dict, model_by_op: dict, step_ops: dict) -> tup
     return cells, [named[op] for op in sorted(named)]
 
 
-def _index(lines: list[str], model: bool = False) -> tuple[dict, dict]:
-    """One pass over a transcript: case -> op -> [(line number, shown text, characters cut, summary)], and (for the
+def _item(n: int, line: str, limit: int, what: str) -> Markup:
+    """One quoted transcript line as a list item, written here once rather than by the template per line: its
+    number in the committed file, what it was, the line (cut at ``limit``, saying how much was left out)."""
+    shown, cut = _cut(line, limit)
+    more = f"<em> … {cut} more characters in line {n}</em>" if cut else ""
+    return Markup(f'<li value="{n}"><b>{escape(what)}</b><code>{text_node(shown)}</code>{more}</li>')
+
+
+def _head(line: str) -> str:
+    """A model call's record without its request and what follows (its keys are sorted: context, dialect, endpoint,
+    kind and matched come first): all its summary reads, without parsing a whole prompt."""
+    cut = line.find(',"request":')
+    return line[:cut] + "}" if cut > 0 else line
+
+
+def _index(lines, model: bool = False) -> tuple[dict, dict]:
+    """One pass over a transcript: case -> op -> [each quoted line as a list item (``_item``)], and (for the
     harness transcript) case -> step -> the op indexes recorded under that step. A model call's case and op are in
     its ``context``."""
     by_case: dict[str, dict[int, list]] = {}
@@ -115,16 +139,19 @@ def _index(lines: list[str], model: bool = False) -> tuple[dict, dict]:
     limit = MODEL_LINE_CHARS if model else LINE_CHARS
     for n, line in enumerate(lines, 1):
         try:
-            rec = json.loads(line)
+            rec = json.loads(_head(line) if model else line)
         except ValueError:
-            continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
         ctx = rec.get("context") if model else rec
         if not isinstance(ctx, dict):
             continue
         case, op = ctx.get("case"), ctx.get("index")
         if case is None or not isinstance(op, int):
             continue
-        by_case.setdefault(case, {}).setdefault(op, []).append((n, *_cut(line, limit), summary(rec)))
+        by_case.setdefault(case, {}).setdefault(op, []).append(_item(n, line, limit, summary(rec)))
         if not model and rec.get("kind") == "op":
             steps.setdefault(case, {}).setdefault(str(rec.get("step")), set()).add(op)
     return by_case, steps
@@ -200,43 +227,90 @@ def _timeline(results: list[tuple[Path, dict]], slugs: dict) -> list[dict]:
 
 
 def _plots(paths: list[Path], out: Path) -> list[str]:
-    from ..common.errors import ConfigError
     from .plots import write_plots
+    return [p.name for p in write_plots(paths, out / "plots")]  # matplotlib is a dependency: never left out
+
+
+def _shown(folder: Path, home: Path) -> str:
+    """A result folder as the site names it: relative to the project, or from its ``results`` folder on; never a
+    path of the machine that built the site."""
     try:
-        return [p.name for p in write_plots(paths, out / "plots")]
-    except ConfigError:  # matplotlib is an extra ('.[plots]'): without it the site has no plots page
-        return []
+        return folder.resolve().relative_to(home.resolve()).as_posix()
+    except ValueError:
+        parts = folder.parts
+        return "/".join(parts[len(parts) - 1 - parts[::-1].index("results"):]) if "results" in parts else folder.name
 
 
-def write_site(paths: list[Path], out: Path, config) -> Path:
-    """Write the site for the results under ``paths`` into ``out``; returns its index page."""
+def _grid_groups(secs: list, protocol: str) -> list[dict]:
+    """A protocol's sections, each split into each system's newest release at its plain setups (embedded,
+    compose: first) and the rest, other releases and variants (folded)."""
+    from ..common.releases import version_key
+    out = []
+    for sec in (s for s in secs if s.protocol == protocol):
+        newest: dict[str, str] = {}
+        for row in sec.rows:
+            if row.system not in newest or version_key(row.version) > version_key(newest[row.system]):
+                newest[row.system] = row.version
+        lead = [r for r in sec.rows if r.version == newest[r.system] and "+" not in r.label]  # its default setups
+        lead = lead or [r for r in sec.rows if r.version == newest[r.system]]
+        first = {id(r) for r in lead}
+        out.append({"section": sec, "lead": lead, "rest": [r for r in sec.rows if id(r) not in first]})
+    return out
+
+
+def slim(result: dict) -> dict:
+    """What the overview pages read of a result (its stamp, steps, verdicts and cost figures): a run's own pages
+    read the whole result again, one run at a time, so the build holds one whole result at most."""
+    keep = ("stamp", "steps", "measures", "cost", "costs", "timings", "transcript", "model_transcript")
+    return {**{k: result[k] for k in keep if k in result},
+            "cases": [{"id": c["id"], "cells": [{k: x[k] for k in ("step", "verdict", "method") if k in x}
+                                               for x in c["cells"]]} for c in result["cases"]]}
+
+
+def _write_run(env: Environment, out: Path, sec, row, slug: str, config) -> None:
+    """A run's page and its case pages, from its whole result and transcripts, read here and dropped after."""
+    from .reportmodel import Row
+    folder = row.path.parent
+    row = Row(row.path, load_result(row.path), row.cells)  # checked against its schema when the build began
+    lines, mlines = _lines(folder, "transcript"), _lines(folder, "model-transcript")
+    (by_op, step_ops), (model_by_op, _) = _index(lines), _index(mlines, model=True)
+    files = {"transcript": row.result["transcript"]["file"],
+             "model": (row.result.get("model_transcript") or {}).get("file")}
+    common = {"sec": sec, "row": row, "slug": slug, "root": "../../", "files": files,
+              "artifact": _shown(folder, config.home), "home": config.home}
+    _write(out / "runs" / slug / "index.html", env.get_template("run.html.j2").render(
+        **common, case_slug=case_slug, step_name=step_name, costs=cost_tables(row.result)))
+    for case in row.result["cases"]:
+        cid = case["id"]
+        cells, ops = _evidence(case, by_op.get(cid, {}), model_by_op.get(cid, {}), step_ops.get(cid, {}))
+        _write(out / "runs" / slug / f"{case_slug(cid)}.html", env.get_template("case.html.j2").render(
+            **common, case=case, cells=cells, ops=ops, step_name=step_name))
+
+
+def write_site(paths: list[Path], out: Path, config, baseline: Path | None = None) -> Path:
+    """Write the site for the results under ``paths`` into ``out``; returns its front page. With ``baseline`` (a
+    previous matrix), the front page says what changed since it."""
+    from . import frontpage
     env = _env()
-    results = [(p, load_result(p, config)) for p in find_results(paths)]
+    since = frontpage.since_baseline(baseline, paths, config)  # a baseline to fix fails before any page is written
+    results = [(p, slim(load_result(p, config))) for p in find_results(paths)]  # each checked, then kept small
     secs = sections(results)
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(Path(__file__).parent / "templates" / "site.css", out / "site.css")
+    for asset in ("site.css", "sort.js"):
+        shutil.copyfile(Path(__file__).parent / "templates" / asset, out / asset)
     slugs = {id(r): run_slug(p, r) for p, r in results}
     for sec in secs:
         for row in sec.rows:
-            slug = slugs[id(row.result)]
-            folder = row.path.parent
-            lines, mlines = _lines(folder, "transcript"), _lines(folder, "model-transcript")
-            (by_op, step_ops), (model_by_op, _) = _index(lines), _index(mlines, model=True)
-            files = {"transcript": row.result["transcript"]["file"],
-                     "model": (row.result.get("model_transcript") or {}).get("file")}
-            common = {"sec": sec, "row": row, "slug": slug, "root": "../../", "files": files, "artifact": folder,
-                      "home": config.home}
-            _write(out / "runs" / slug / "index.html", env.get_template("run.html.j2").render(
-                **common, case_slug=case_slug, step_name=step_name, costs=cost_tables(row.result)))
-            for case in row.result["cases"]:
-                cid = case["id"]
-                cells, ops = _evidence(case, by_op.get(cid, {}), model_by_op.get(cid, {}), step_ops.get(cid, {}))
-                _write(out / "runs" / slug / f"{case_slug(cid)}.html", env.get_template("case.html.j2").render(
-                    **common, case=case, cells=cells, ops=ops, step_name=step_name))
+            _write_run(env, out, sec, row, slugs[id(row.result)], config)
     claims = _claims(results, config)
     plots = _plots(paths, out)
     timeline = _timeline(results, slugs)
-    nav = {"claims": bool(claims), "plots": bool(plots), "timeline": bool(timeline)}
+    protocols = frontpage.protocols(results)
+    grids = {p: f"{p}.html" for p in protocols}
+    nav = {"claims": bool(claims), "plots": bool(plots), "timeline": bool(timeline), "grids": grids}
+    for p in protocols:
+        _write(out / grids[p], env.get_template("grid.html.j2").render(
+            protocol=p, groups=_grid_groups(secs, p), slugs=slugs, root="", nav=nav, home=config.home))
     if timeline:
         _write(out / "timeline.html", env.get_template("timeline.html.j2").render(timeline=timeline, root="", nav=nav))
     if claims:
@@ -246,6 +320,8 @@ def write_site(paths: list[Path], out: Path, config) -> Path:
     if plots:
         _write(out / "plots.html", env.get_template("plots.html.j2").render(plots=plots, root="", nav=nav))
     index = out / "index.html"
-    _write(index, env.get_template("index.html.j2").render(sections=secs, slugs=slugs, root="", nav=nav,
-                                                          runs=len(results), home=config.home))
+    _write(index, env.get_template("index.html.j2").render(
+        card=frontpage.scorecard(results, claims, slugs), points=frontpage.change_points(timeline),
+        since=since, grid_pages=grids, runs=len(results), root="",
+        nav=nav, scripts=["sort.js"]))
     return index
