@@ -1,8 +1,13 @@
 """Every model call of every committed run is answered by today's oracle as a careful model would:
 a dialect change that leaves a recorded call unanswered (matched=false) fails here, system by system. The oracle is assembled as a
-run of that system assembles it: memmatrix's own dialects, then the system folder's oracle module."""
+run of that system assembles it: memmatrix's own dialects, then the system folder's oracle module.
+
+A run under an error mode (``oracle-MODE``, docs/plumbing.md) may hold calls no gold covers, made only because of the
+injected mistake (a retry after a failed tool call, a prompt quoting a broken answer): each must be one the run itself
+recorded as unanswered, where and how many exactly, so today's oracle leaves nothing else unanswered."""
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -12,6 +17,7 @@ from memmatrix.common.canon import read_text
 from memmatrix.common.config import Config
 from memmatrix.model.oracle import Oracle
 from memmatrix.evidence.reask import oracle_for
+from memmatrix.publish.sensitivity import split_variant
 
 RESULTS = sorted(p for p in ROOT.glob("results/**/result.json")
                  if json.loads(p.read_text())["stamp"]["model"]["mode"] == "oracle")
@@ -30,7 +36,9 @@ def oracle_of(stamp: dict) -> Oracle:
 @pytest.mark.parametrize("path", RESULTS, ids=lambda p: "/".join(p.parts[-5:-1]))
 def test_every_recorded_call_is_answered(path):
     result = json.loads(path.read_text())
-    assert result["cost"]["total"]["unmatched"] == 0, result["cost"]["unmatched"]
+    under_a_mode = split_variant(path.parent.name)[1] is not None
+    recorded = Counter(result["cost"]["unmatched"]) if under_a_mode else Counter()
+    assert result["cost"]["total"]["unmatched"] == sum(recorded.values()), result["cost"]["unmatched"]
     if "model_transcript" not in result:
         return
     oracle = oracle_of(result["stamp"])
@@ -41,7 +49,8 @@ def test_every_recorded_call_is_answered(path):
             continue
         if not oracle.chat(rec["request"]).matched:
             missed.append((rec["seq"], rec.get("dialect"), rec["context"]))
-    assert missed == []
+    where = Counter(f"{(ctx or {}).get('call') or 'setup'}: {dialect or 'no dialect'}" for _, dialect, ctx in missed)
+    assert where == recorded, missed
 
 
 def test_a_system_gets_its_own_dialects_only():
