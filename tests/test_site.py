@@ -20,7 +20,7 @@ from conftest import ROOT
 from memmatrix.common.canon import read_text, stored_transcript
 from memmatrix.common.config import Config
 from memmatrix.publish.report import render
-from memmatrix.publish.site import LINE_CHARS, write_site
+from memmatrix.publish.site import write_site
 from memmatrix.evidence.verify import find_results
 
 CONFIG = Config.from_env({"MEMMATRIX_HOME": str(ROOT)})
@@ -67,20 +67,47 @@ def test_the_site_has_a_row_per_run_and_a_page_per_run_and_case(writepath_site):
     assert sum(len(list(d.glob("*.html"))) - 1 for d in runs) == cases
 
 
-def test_a_case_page_quotes_the_transcript_lines_by_their_number_in_the_committed_file(writepath_site):
-    result = next(p for p in find_results([ROOT / "results" / "writepath"]) if "/mem0/" in p.as_posix())
+def _case_page(site, folder):
+    result = next(p for p in find_results([ROOT / "results" / folder]) if "/mem0/" in p.as_posix())
     r = json.loads(result.read_text())
     lines = read_text(stored_transcript(result.parent, "transcript")).splitlines()
     case = next(c for c in r["cases"] if any(cell["verdict"] == "FAIL" for cell in c["cells"]))
-    page = next((writepath_site / "runs").glob(f"writepath-mem0-{r['stamp']['system']['version']}-embedded-*"))
-    html = (page / f"{case['id']}.html").read_text()
+    page = next((site / "runs").glob(f"{folder}-mem0-{r['stamp']['system']['version']}-embedded-*"))
+    return case, lines, (page / f"{case['id']}.html").read_text()
+
+
+def test_a_case_page_quotes_what_each_call_behind_a_finding_got_back_by_its_number_in_the_committed_file(
+        writepath_site):
+    import html as h
+    case, lines, html = _case_page(writepath_site, "writepath")
     harness = "".join(part.split("</ol>", 1)[0] for part in html.split('<ol class="transcript lines">')[1:])
     quoted = re.findall(r'<li value="(\d+)"><b>[^<]*</b><code>(.*?)</code>', harness, re.S)
     assert quoted
-    import html as h
     for n, text in quoted:
-        assert h.unescape(text) == lines[int(n) - 1][:LINE_CHARS]
-        assert json.loads(lines[int(n) - 1]).get("case") == case["id"]
+        rec = json.loads(lines[int(n) - 1])
+        assert rec["case"] == case["id"] and rec["kind"] == "call"  # the line it names is this case's call
+        items = (rec.get("result") or {}).get("items") if "error" not in rec else None
+        for shown in (h.unescape(seg) for seg in re.split(r"<em>.*?</em>", text)):
+            if items:  # an answer of items: numbered texts, each a part of one of the items' texts
+                parts = [p.rstrip("…") for p in re.split(r"\s*\[\d+\] ", shown) if p.strip()]
+                assert parts and all(any(p.strip() in i["text"] for i in items) for p in parts), (n, shown)
+            else:  # any other answer: the committed line's own characters
+                assert shown in lines[int(n) - 1], (n, shown)
+
+
+def test_an_op_only_passing_cells_cite_is_named_by_the_lines_that_are_its_in_the_committed_file(writepath_site):
+    case, lines, html = _case_page(writepath_site, "writepath")
+    named = re.findall(r'<section class="op" id="op-(\d+)">\s*<h3>Op \d+</h3>\s*<p class="named">(\d+) transcript '
+                       r'line\(s\) named, not quoted: lines ([\d–, ]+):', html)
+    assert named
+    for op, count, ranges in named:
+        numbers = [n for part in ranges.split(", ") for a, _, b in [part.partition("–")]
+                   for n in range(int(a), int(b or a) + 1)]
+        assert len(numbers) == int(count)
+        assert all(json.loads(lines[n - 1]).get("index") == int(op) and json.loads(lines[n - 1])["case"] == case["id"]
+                   for n in numbers)
+        assert f'<section class="op" id="op-{op}">\n<h3>Op {op}</h3>' in html and "<code>" not in \
+            html.split(f'<section class="op" id="op-{op}">')[1].split("</section>")[0]
 
 
 def test_no_page_loads_anything_from_elsewhere(writepath_site):
@@ -286,7 +313,9 @@ def test_a_person_finds_each_answer_within_two_clicks_of_the_front_page(browser,
     assert cell.find_element(By.CSS_SELECTOR, ".reason").text.strip()
     cell.find_element(By.CSS_SELECTOR, ".evidence a").click()  # and the transcript lines behind it
     lines = browser.find_element(By.ID, browser.current_url.rsplit("#", 1)[1]).find_elements(By.CSS_SELECTOR, "ol.lines > li")
-    assert lines and lines[0].get_attribute("value").isdigit() and '"kind"' in lines[0].text
+    assert lines and all(li.get_attribute("value").isdigit() for li in lines)  # numbered as in the committed file
+    assert any(li.find_elements(By.TAG_NAME, "code") and li.find_element(By.TAG_NAME, "code").text.strip()
+               for li in lines)  # and what the calls behind the finding got back, quoted
     case_page = browser.current_url.split("#")[0]
 
     # 3. "what changed since the previous matrix?": on the front page

@@ -87,35 +87,49 @@ def gzip_bytes(data: bytes) -> bytes:
     return buf.getvalue()
 
 
+def _codec(head: bytes):
+    """The module that decompresses a transcript beginning with ``head`` (xz or gzip, told by its magic bytes), or
+    None for a plain one."""
+    if head[:6] == b"\xfd7zXZ\x00":
+        import lzma
+        return lzma
+    if head[:2] == b"\x1f\x8b":
+        import gzip
+        return gzip
+    return None
+
+
+def _unreadable(path, exc: Exception) -> ValueError:
+    return ValueError(f"{Path(path).name} is not a readable transcript ({type(exc).__name__}: {exc})")
+
+
 def read_text(path: str | os.PathLike) -> str:
     """A transcript's canonical text, whether stored plain, xz- or gzip-compressed (told by its first bytes)."""
     raw = Path(path).read_bytes()
+    codec = _codec(raw)
     try:
-        if raw[:6] == b"\xfd7zXZ\x00":
-            import lzma
-            raw = lzma.decompress(raw)
-        elif raw[:2] == b"\x1f\x8b":
-            import gzip
-            raw = gzip.decompress(raw)
-        return raw.decode("utf-8")
+        return (codec.decompress(raw) if codec else raw).decode("utf-8")
     except Exception as exc:  # lzma.LZMAError, zlib.error, EOFError, UnicodeDecodeError: one kind of answer
-        raise ValueError(f"{Path(path).name} is not a readable transcript ({type(exc).__name__}: {exc})") from None
+        raise _unreadable(path, exc) from None
 
 
-def iter_lines(path: str | os.PathLike):
+def iter_lines(path: str | os.PathLike, block: int = 1 << 20):
     """A transcript's lines one at a time (numbered as in its canonical text, split at each newline only), read
-    from the stream, so a long transcript is never held whole."""
-    import gzip
-    import lzma
+    from the stream a block at a time, so a long transcript is never held whole."""
     with open(path, "rb") as fh:
-        magic = fh.read(6)
-    opener = lzma.open if magic == b"\xfd7zXZ\x00" else gzip.open if magic[:2] == b"\x1f\x8b" else open
+        codec = _codec(fh.read(6))
     try:
-        with opener(path, "rt", encoding="utf-8", newline="\n") as fh:
-            for line in fh:
-                yield line[:-1] if line.endswith("\n") else line
-    except (OSError, EOFError, UnicodeDecodeError, lzma.LZMAError) as exc:
-        raise ValueError(f"{Path(path).name} is not a readable transcript ({type(exc).__name__}: {exc})") from None
+        with (codec.open(path, "rb") if codec else open(path, "rb")) as fh:
+            rest = b""
+            while chunk := fh.read(block):
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                for line in lines:
+                    yield line.decode("utf-8")
+            if rest:
+                yield rest.decode("utf-8")
+    except Exception as exc:  # OSError, EOFError, lzma.LZMAError, UnicodeDecodeError: one kind of answer
+        raise _unreadable(path, exc) from None
 
 
 def stored_transcript(folder: Path, name: str) -> Path:

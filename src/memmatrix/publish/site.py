@@ -4,35 +4,31 @@ No server and no CDN: every page, the stylesheet and the plots are files in DIR,
 works from a downloaded artifact and on GitHub Pages alike, and every page forbids loading anything from
 elsewhere (a Content-Security-Policy of 'self'). Pages (Jinja2 templates in ``templates/``, autoescaped):
 
-- ``index.html``: one matrix per section of ``reportmodel`` (protocol version, case file, model), a row per
-  run, a colour per verdict, judged cells and the oracle's unanswered calls marked;
+- ``index.html``: the scorecard (``frontpage``): a row per system at its newest release and default setup, each
+  protocol's headline, its costs and its claims, and what changed since a baseline;
+- ``<protocol>.html``: a grid per protocol, each system's newest plain setups first, the rest folded;
 - ``runs/<run>/index.html``: a run's stamp, capabilities (every UNSUPPORTED and emulated operation with its
   reason), findings, costs, and its cases against the steps;
-- ``runs/<run>/<case>.html``: each cell's verdict and reason, and the exact transcript lines behind it (the
-  records of the ops its checks name, with their line numbers in the committed file) and the model calls made
-  during those ops;
+- ``runs/<run>/<case>.html``: each cell's verdict, reason and checks, and the transcript lines behind it by their
+  numbers in the committed file (the records of the ops its checks name, and the model calls made during them):
+  quoted behind a finding (what each call got back, what the model answered), named elsewhere;
 - ``timeline.html``: every setup measured at several releases, its cells release by release;
-- ``claims.html``: the vendor claims and their status; ``plots.html``: the cost plots, when matplotlib is there.
+- ``claims.html``: the vendor claims and their status; ``plots.html``: the cost plots.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 import re
 import shutil
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from markupsafe import Markup, escape
 
-from ..common.canon import iter_lines, stored_transcript
+from .quotes import HEAD, TAIL, check_line, evidence, findings, index_transcript, text_node, transcript_lines
 from .reportmodel import SHORT, cells_of, sections, setup_label, step_name, unmatched
 from ..evidence.verify import find_results, load_result
-
-#: a transcript line longer than this is shown cut, with the number of characters left out; a model call's line
-#: (a whole prompt and its answer) is cut shorter: its summary says what it was, its number where it is whole
-LINE_CHARS, MODEL_LINE_CHARS = 1000, 600
 
 
 def _env() -> Environment:
@@ -41,13 +37,8 @@ def _env() -> Environment:
     env.filters["short"] = lambda v: SHORT.get(v, v)
     env.filters["id"] = id  # a result dict to its run's slug
     env.filters["text"] = text_node
+    env.filters["check"] = check_line
     return env
-
-
-def text_node(value: str) -> Markup:
-    """A quoted transcript line as element text: only ``&``, ``<`` and ``>`` need escaping there, so a JSON line's
-    quotes stay one character each (autoescape would make each five, for a third of a case page's size)."""
-    return Markup(str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
 def run_slug(path: Path, result: dict) -> str:
@@ -61,100 +52,6 @@ def run_slug(path: Path, result: dict) -> str:
 
 def case_slug(case_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id)
-
-
-def _lines(folder: Path, name: str):
-    """The lines of a committed transcript, one at a time (none when the result has no such file)."""
-    f = stored_transcript(folder, name)
-    return iter_lines(f) if f.is_file() else iter(())
-
-
-def _cut(line: str, limit: int = LINE_CHARS) -> tuple[str, int]:
-    return (line, 0) if len(line) <= limit else (line[:limit], len(line) - limit)
-
-
-def _said(value, limit: int = 90) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def summary(rec: dict) -> str:
-    """One readable line for a transcript record: what was asked and what came back (the line itself follows)."""
-    kind = rec.get("kind")
-    if kind == "call":
-        args = rec.get("args") or {}
-        shown = ", ".join(f"{k}={_said(v, 60)}" for k, v in args.items() if k not in ("at", "config"))
-        if "error" in rec:
-            got = f"error: {_said((rec['error'] or {}).get('message', rec['error']))}"
-        else:
-            result = rec.get("result")
-            items = result.get("items") if isinstance(result, dict) else None
-            got = f"{len(items)} item(s)" if isinstance(items, list) else _said(result, 70)
-        return f"{rec.get('call')}({shown}) → {got}"
-    if kind == "op":
-        spec = rec.get("spec") or {}
-        return f"op {rec.get('index')}: {spec.get('op')}" + (f": {_said(spec['note'])}" if spec.get("note") else "")
-    if kind == "chat" or "endpoint" in rec:  # a model call
-        ctx = rec.get("context") or {}
-        return (f"{rec.get('kind')} {rec.get('endpoint', '')} during {ctx.get('call')}: dialect {rec.get('dialect', '—')}"
-                f", matched {rec.get('matched', '—')}")
-    return str(kind)
-
-
-def _evidence(case: dict, by_op: dict, model_by_op: dict, step_ops: dict) -> tuple[list[dict], list[dict]]:
-    """The cells, each with the ops its checks name (or, for a check naming none, the ops of the cell's step); and
-    those ops, each once, with their transcript lines and the model calls made during them."""
-    cells, named = [], {}
-    for cell in case["cells"]:
-        ops = list(dict.fromkeys(ch["op"] for ch in cell.get("checks", []) if isinstance(ch.get("op"), int)))
-        if cell.get("checks") and any(not isinstance(ch.get("op"), int) for ch in cell["checks"]):
-            ops += [op for op in sorted(step_ops.get(cell["step"], ())) if op not in ops]
-        cells.append({"cell": cell, "ops": ops})
-        for op in ops:
-            named.setdefault(op, {"op": op, "lines": by_op.get(op, []), "model": model_by_op.get(op, [])})
-    return cells, [named[op] for op in sorted(named)]
-
-
-def _item(n: int, line: str, limit: int, what: str) -> Markup:
-    """One quoted transcript line as a list item, written here once rather than by the template per line: its
-    number in the committed file, what it was, the line (cut at ``limit``, saying how much was left out)."""
-    shown, cut = _cut(line, limit)
-    more = f"<em> … {cut} more characters in line {n}</em>" if cut else ""
-    return Markup(f'<li value="{n}"><b>{escape(what)}</b><code>{text_node(shown)}</code>{more}</li>')
-
-
-def _head(line: str) -> str:
-    """A model call's record without its request and what follows (its keys are sorted: context, dialect, endpoint,
-    kind and matched come first): all its summary reads, without parsing a whole prompt."""
-    cut = line.find(',"request":')
-    return line[:cut] + "}" if cut > 0 else line
-
-
-def _index(lines, model: bool = False) -> tuple[dict, dict]:
-    """One pass over a transcript: case -> op -> [each quoted line as a list item (``_item``)], and (for the
-    harness transcript) case -> step -> the op indexes recorded under that step. A model call's case and op are in
-    its ``context``."""
-    by_case: dict[str, dict[int, list]] = {}
-    steps: dict[str, dict[str, set]] = {}
-    limit = MODEL_LINE_CHARS if model else LINE_CHARS
-    for n, line in enumerate(lines, 1):
-        try:
-            rec = json.loads(_head(line) if model else line)
-        except ValueError:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-        ctx = rec.get("context") if model else rec
-        if not isinstance(ctx, dict):
-            continue
-        case, op = ctx.get("case"), ctx.get("index")
-        if case is None or not isinstance(op, int):
-            continue
-        by_case.setdefault(case, {}).setdefault(op, []).append(_item(n, line, limit, summary(rec)))
-        if not model and rec.get("kind") == "op":
-            steps.setdefault(case, {}).setdefault(str(rec.get("step")), set()).add(op)
-    return by_case, steps
 
 
 def grid(table: dict) -> tuple[list[str], list[tuple[str, list]]]:
@@ -272,19 +169,50 @@ def _write_run(env: Environment, out: Path, sec, row, slug: str, config) -> None
     from .reportmodel import Row
     folder = row.path.parent
     row = Row(row.path, load_result(row.path), row.cells)  # checked against its schema when the build began
-    lines, mlines = _lines(folder, "transcript"), _lines(folder, "model-transcript")
-    (by_op, step_ops), (model_by_op, _) = _index(lines), _index(mlines, model=True)
+    lines, mlines = transcript_lines(folder, "transcript"), transcript_lines(folder, "model-transcript")
+    cited, step_of = findings(row.result), {}
+    by_op, step_ops = index_transcript(lines, cited, step_of)
+    model_by_op, _ = index_transcript(mlines, cited, step_of, model=True)
     files = {"transcript": row.result["transcript"]["file"],
              "model": (row.result.get("model_transcript") or {}).get("file")}
     common = {"sec": sec, "row": row, "slug": slug, "root": "../../", "files": files,
               "artifact": _shown(folder, config.home), "home": config.home}
     _write(out / "runs" / slug / "index.html", env.get_template("run.html.j2").render(
-        **common, case_slug=case_slug, step_name=step_name, costs=cost_tables(row.result)))
+        **common, case_slug=case_slug, step_name=step_name, costs=cost_tables(row.result), quote_chars=HEAD + TAIL))
     for case in row.result["cases"]:
         cid = case["id"]
-        cells, ops = _evidence(case, by_op.get(cid, {}), model_by_op.get(cid, {}), step_ops.get(cid, {}))
+        cells, ops = evidence(case, by_op.get(cid, {}), model_by_op.get(cid, {}), step_ops.get(cid, {}))
         _write(out / "runs" / slug / f"{case_slug(cid)}.html", env.get_template("case.html.j2").render(
             **common, case=case, cells=cells, ops=ops, step_name=step_name))
+
+
+_RUNS: list = []  # the runs a forked worker writes pages for, set before the workers fork
+
+
+def _write_one(i: int) -> None:
+    env, out, config, (sec, row, slug) = _RUNS[i]
+    _write_run(env, out, sec, row, slug, config)
+
+
+def _write_runs(env: Environment, out: Path, runs: list, config) -> None:
+    """Each run's pages, by one forked worker per core, each holding one run at a time (where the platform cannot
+    fork, or there is one core, one after another). A worker's error stops the build as the same error."""
+    import multiprocessing
+    workers = min(len(runs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        for sec, row, slug in runs:
+            _write_run(env, out, sec, row, slug, config)
+        return
+    import gc
+    _RUNS[:] = [(env, out, config, run) for run in runs]
+    gc.freeze()  # the collector in a worker would touch, and so copy, every page of what the parent holds
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for _ in pool.imap_unordered(_write_one, range(len(runs))):
+                pass
+    finally:
+        _RUNS.clear()
+        gc.unfreeze()
 
 
 def write_site(paths: list[Path], out: Path, config, baseline: Path | None = None) -> Path:
@@ -299,9 +227,7 @@ def write_site(paths: list[Path], out: Path, config, baseline: Path | None = Non
     for asset in ("site.css", "sort.js"):
         shutil.copyfile(Path(__file__).parent / "templates" / asset, out / asset)
     slugs = {id(r): run_slug(p, r) for p, r in results}
-    for sec in secs:
-        for row in sec.rows:
-            _write_run(env, out, sec, row, slugs[id(row.result)], config)
+    _write_runs(env, out, [(sec, row, slugs[id(row.result)]) for sec in secs for row in sec.rows], config)
     claims = _claims(results, config)
     plots = _plots(paths, out)
     timeline = _timeline(results, slugs)
