@@ -99,3 +99,36 @@ def test_run_pages_written_by_forked_workers_are_the_pages_written_one_after_ano
     forked = {p.relative_to(tmp_path / "forked"): p.read_bytes() for p in (tmp_path / "forked").rglob("*.html")}
     serial = {p.relative_to(tmp_path / "serial"): p.read_bytes() for p in (tmp_path / "serial").rglob("*.html")}
     assert len(forked) > 20 and forked == serial
+
+
+def test_the_scorecard_cost_reads_disk_from_the_run_and_the_lag_from_the_door_run_saying_what_was_never_served():
+    from memmatrix.publish.frontpage import _cost
+    run = {"costs": {"model": {"write": {"llm_calls_per_call": 2, "tokens_in_per_call": 1500}}},
+           "timings": {"adapter_ms": {"write": {"p50_ms": 40.5}}, "disk": {"multiple_p50": 181.91}}}
+    door = {"timings": {"lag_ms": {"p50": 6.5, "never": 2}}}
+    cost = _cost(run, "runs/a/index.html#costs", door, "runs/b/index.html#costs")
+    assert (cost["disk bytes / byte fed"].text, cost["disk bytes / byte fed"].href) == ("182", "runs/a/index.html#costs")  # whole above 100
+    assert cost["write-to-door lag p50"].text == "6.5 ms (2 never served)"
+    assert cost["write-to-door lag p50"].href == "runs/b/index.html#costs"
+    assert cost["door p50"].text == "—" and cost["door p50"].sort == -1.0  # not measured: said, sorted last
+    assert _cost(run, "x")["write-to-door lag p50"].text == "—"  # no door run at this release
+
+
+def test_the_releases_page_draws_a_strip_per_step_coloured_by_each_release_s_worst_verdict(tmp_path):
+    import re
+    from memmatrix.publish.reportmodel import cells_of
+    from memmatrix.common.releases import version_key
+    from memmatrix.evidence.verify import find_results
+    folder = ROOT / "results" / "deletion" / "graphiti"
+    site.write_site([folder], tmp_path, CONFIG)
+    runs = {p.parent.parent.name: json.loads(p.read_text()) for p in find_results([folder])
+            if p.parent.name == "embedded"}
+    order = sorted(runs, key=version_key)
+    steps = runs[order[-1]]["steps"]
+    page = (tmp_path / "timeline.html").read_text()
+    section = page.split('<section id="graphiti-deletion-embedded-')[1].split("</svg>")[0]
+    fills = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"[^>]*><title>step (\S+) at (\S+):', section)
+    assert len(fills) == len(steps) * len(order) > 0
+    colour = {"PASS": "#2da44e", "FAIL": "#cf222e", "ERROR": "#82071e", "SKIP": "#afb8c1", "UNSUPPORTED": "#eaeef2"}
+    worst = {(c.step, v): colour.get(c.worst, "#ffffff") for v in order for c in cells_of(runs[v], steps)}
+    assert {(step, version): fill for fill, step, version in fills} == worst

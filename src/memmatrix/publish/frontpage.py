@@ -2,8 +2,9 @@
 
 One row per system at its newest measured release and default setup (``scorecard.rows``): each protocol's headline
 (steps held, the steps that fail, linked to the run's page at that step), the cost beside it (model calls and
-tokens per write, p50 latency of a write and of the door, read from the deletion run at that release, else the
-first protocol measured there), and the vendor-claims tally, linked to the claims page. What changed: the state
+tokens per write, p50 latency of a write and of the door, disk bytes per byte fed, read from the deletion run at
+that release, else the first protocol measured there; the write-to-door lag from its door run), and the
+vendor-claims tally, linked to the claims page. What changed: the state
 changes against a previous matrix (``--baseline``, through ``diff``), and the release change points: every cell
 whose verdicts differ between two adjacent measured releases of one setup, linked to the releases page.
 """
@@ -45,15 +46,24 @@ def _num(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def _cost(result: dict | None, href: str) -> dict[str, Figure]:
+def _cost(result: dict | None, href: str, door: dict | None = None, door_href: str = "") -> dict[str, Figure]:
+    """The cost beside a row's headlines: from its deletion run (else its first protocol's) the model calls and
+    tokens per write, a write's and the door's p50 latency and the stores' size on disk per byte fed (p50 over its
+    cases, at each case's end); from its door run the lag between a write and the door serving it (p50)."""
     model = ((result or {}).get("costs") or {}).get("model") or {}
-    timing = ((result or {}).get("timings") or {}).get("adapter_ms") or {}
+    timings = (result or {}).get("timings") or {}
+    timing, disk = timings.get("adapter_ms") or {}, timings.get("disk") or {}
+    lag = ((door or {}).get("timings") or {}).get("lag_ms") or {}
     write, out = model.get("write") or {}, {}
-    for key, value, unit in (("llm calls / write", write.get("llm_calls_per_call"), ""),
-                             ("tokens in / write", write.get("tokens_in_per_call"), ""),
-                             ("write p50", (timing.get("write") or {}).get("p50_ms"), " ms"),
-                             ("door p50", (timing.get("door") or {}).get("p50_ms"), " ms")):
-        out[key] = Figure("—", "", -1.0) if value is None else Figure(f"{_num(value)}{unit}", href, float(value))
+    for key, value, unit, link in (("llm calls / write", write.get("llm_calls_per_call"), "", href),
+                                   ("tokens in / write", write.get("tokens_in_per_call"), "", href),
+                                   ("write p50", (timing.get("write") or {}).get("p50_ms"), " ms", href),
+                                   ("door p50", (timing.get("door") or {}).get("p50_ms"), " ms", href),
+                                   ("disk bytes / byte fed", disk.get("multiple_p50"), "", href),
+                                   ("write-to-door lag p50", lag.get("p50"), " ms", door_href)):
+        out[key] = Figure("—", "", -1.0) if value is None else Figure(f"{_num(value)}{unit}", link, float(value))
+    if lag.get("never"):  # writes the door never served within the harness's wait: the p50 is of the rest
+        out["write-to-door lag p50"].text += f" ({lag['never']} never served)"
     return out
 
 
@@ -117,7 +127,9 @@ def scorecard(results: list[tuple[Path, dict]], claims: list[dict], slugs: dict)
             cases.add(f"{proto} {Path(st['dataset']['path']).stem}")
             harness.add(st["harness"]["version"])
         costly = mine.get("deletion") or next(iter(mine.values()))
-        cost = _cost(costly[1], f"runs/{slugs[id(costly[1])]}/index.html#costs")
+        door = mine.get("door")
+        cost = _cost(costly[1], f"runs/{slugs[id(costly[1])]}/index.html#costs", door and door[1],
+                     door and f"runs/{slugs[id(door[1])]}/index.html#costs")
         tally = {s: sum(c["status"] == s for c in claims if c["system"] == name)
                  for s in ("reproduced", "contradicted", "undecided")}
         rows.append({"system": name, "version": newest[name], "figures": figures, "cost": cost, "claims": tally})
