@@ -223,7 +223,7 @@ def parser() -> argparse.ArgumentParser:
                    f"the stress protocols ({', '.join(sorted(set(protocol_names()) - set(main_job_protocols())))})")
     r.add_argument("--runtime", default="embedded", choices=RUNTIMES, help="where adapters run (default: embedded)")
     r.add_argument("--cases", metavar="FILE", help="case file (default: the newest cases/<protocol>/*.json)")
-    r.add_argument("--out", default="memmatrix-results", metavar="DIR",
+    r.add_argument("--output", "--out", dest="out", default="memmatrix-results", metavar="DIR",
                    help="results folder (default: memmatrix-results; the committed matrix is results/)")
     r.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
     r.add_argument("--repeats", type=int, metavar="N", help="runs of a repeated protocol per system: door 3 on the "
@@ -250,7 +250,7 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("verify", help="re-derive every result from its transcript; exit 1 on any difference")
-    v.add_argument("paths", nargs="+", metavar="PATH")
+    v.add_argument("paths", nargs="+", metavar="PATH", help="result.json files or folders holding them")
     v.add_argument("--rerun", action="store_true",
                    help="also execute each run again from its stamp and compare its transcripts (an oracle run on "
                         "the oracle; a proxy or replay run by replaying its own model transcript)")
@@ -260,7 +260,7 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_verify)
 
     at = sub.add_parser("attest", help="place a workflow's attestation bundle beside every result it signs")
-    at.add_argument("action", choices=["place"])
+    at.add_argument("action", choices=["place"], help="place: copy the bundle beside each result.json it signs")
     at.add_argument("bundle", metavar="BUNDLE", help="the bundle actions/attest-build-provenance wrote (bundle-path)")
     at.add_argument("results", metavar="RESULTS", help="the folder of results its subjects name")
     at.set_defaults(func=cmd_attest)
@@ -277,19 +277,20 @@ def parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plots", help="draw the cost plots (lag CDF, store growth, accuracy against door size) as SVG "
                         "from results")
     pl.add_argument("paths", nargs="*", default=["results"], help="folders of results (default: results)")
-    pl.add_argument("--out", default="docs/plots", help="folder for the SVG files (default: docs/plots)")
+    pl.add_argument("--output", "--out", dest="out", metavar="DIR",
+                    help="folder for the SVG files (default: the project's docs/plots, wherever you stand)")
     pl.set_defaults(func=cmd_plots)
 
     pv = sub.add_parser("private", help="record the scores of runs on a private case set (only its sha256 and the "
                         "scores are committed)")
-    pv.add_argument("action", choices=["record"])
+    pv.add_argument("action", choices=["record"], help="record: add these runs' scores to the private set's record")
     pv.add_argument("paths", nargs="+", help="result.json files or folders of runs made on a private set")
     pv.add_argument("--into", metavar="FILE", help="the record to update (default: results/private/<protocol>.json)")
     pv.set_defaults(func=cmd_private)
 
     rp = sub.add_parser("report", help="the matrix as Markdown (systems x steps, with reasons), or as a static site")
-    rp.add_argument("paths", nargs="+", metavar="PATH")
-    rp.add_argument("--output", metavar="FILE", help="write to FILE (e.g. $GITHUB_STEP_SUMMARY) instead of stdout")
+    rp.add_argument("paths", nargs="+", metavar="PATH", help="result.json files or folders holding them")
+    rp.add_argument("--output", "--out", metavar="FILE", help="write to FILE (e.g. $GITHUB_STEP_SUMMARY) instead of stdout")
     rp.add_argument("--html", metavar="DIR", help="write the matrix as a static site into DIR (opens from the file "
                     "system: no server, nothing loaded from elsewhere)")
     rp.add_argument("--append", action="store_true", help="add to the end of --output instead of replacing it")
@@ -298,8 +299,8 @@ def parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=cmd_report)
 
     d = sub.add_parser("diff", help="state changes between comparable runs; exit 1 on a regression, 3 when nothing was comparable")
-    d.add_argument("old", metavar="OLD")
-    d.add_argument("new", metavar="NEW")
+    d.add_argument("old", metavar="OLD", help="the earlier results: a result.json or a folder holding them")
+    d.add_argument("new", metavar="NEW", help="the later results, paired with OLD's by system, protocol and setup")
     d.add_argument("--across-versions", action="store_true",
                    help="pair runs of different system versions (one version on each side) instead of the same version")
     d.add_argument("--json", action="store_true", help="the changes as JSON (for machines) instead of Markdown")
@@ -321,7 +322,8 @@ def parser() -> argparse.ArgumentParser:
         w.add_argument("--cases", metavar="FILE", help="a case file other than the protocol's default (give one "
                        "--protocol with it); results go to <runtime>+cases=<set>-<version>-<sha> folders")
         w.add_argument("--runtime", default="embedded", choices=RUNTIMES, help="where adapters run (default: embedded)")
-        w.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
+        w.add_argument("--output", "--out", dest="out", default="results", metavar="DIR",
+                       help="results folder (default: results)")
         w.add_argument("--seed", type=int, default=0, help="seed passed to the system (default: 0)")
         w.add_argument("--option", action="append", metavar="KEY=VALUE", help="an adapter option")
         w.add_argument("--no-judge", action="store_true", help="never consult the pinned judge")
@@ -330,14 +332,14 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("timeline", help="each swept system's verdicts across releases, with its change points")
     t.add_argument("out", nargs="?", default="results", metavar="DIR", help="results folder (default: results)")
     t.add_argument("--system", action="append", metavar="NAME", help="only this system; repeatable")
-    t.add_argument("--output", metavar="FILE", help="write to FILE (links relative to it) instead of stdout")
+    t.add_argument("--output", "--out", metavar="FILE", help="write to FILE (links relative to it) instead of stdout")
     t.set_defaults(func=cmd_timeline)
 
     c = sub.add_parser("claims", help="published vendor claims and whether the results reproduce them")
     c.add_argument("paths", nargs="*", default=["results"], metavar="PATH", help="results folders (default: results)")
     c.add_argument("--claims", metavar="DIR", help="folder of claims/<system>.yaml (default: the checkout's claims/)")
     c.add_argument("--json", metavar="FILE", help="also write the statuses as JSON to FILE ('-': stdout only)")
-    c.add_argument("--output", metavar="FILE", help="write the Markdown to FILE (links relative to it)")
+    c.add_argument("--output", "--out", metavar="FILE", help="write the Markdown to FILE (links relative to it)")
     c.add_argument("--baseline", metavar="FILE", help="an earlier --json output: list the claims whose status changed")
     c.add_argument("--fail-on-change", action="store_true", help="exit 1 when a claim's status changed since --baseline")
     c.set_defaults(func=cmd_claims)
@@ -355,7 +357,9 @@ def parser() -> argparse.ArgumentParser:
                                      "system version x protocol x runtime, each with its own artifact name")
     pl.add_argument("--system", action="append", metavar="NAMES", help="systems (NAME or NAME@VERSION), separated by "
                                                                        "commas, spaces or newlines; default: all")
-    pl.add_argument("--protocol", action="append", metavar="NAMES", help="protocols (default: deletion)")
+    pl.add_argument("--protocol", action="append", metavar="NAMES",
+                    help="protocols, separated by commas, spaces or newlines; default: the main job's, as `run` "
+                         f"({', '.join(main_job_protocols())})")
     pl.add_argument("--runtime", action="append", metavar="NAMES", help="runtimes (default: embedded)")
     pl.add_argument("--every-version", action="store_true", help="every pinned version, not only the default")
     pl.set_defaults(func=cmd_plan)
@@ -366,34 +370,39 @@ def parser() -> argparse.ArgumentParser:
     mg.set_defaults(func=cmd_merge)
 
     a = sub.add_parser("action", help="one step of the GitHub Action (action.yml runs them; inputs from MM_* variables)")
-    a.add_argument("step", choices=["install", "run", "verify", "report", "claims", "diff"])
+    a.add_argument("step", choices=["install", "run", "verify", "report", "claims", "diff"],
+                   help="the step to run, as action.yml names it")
     a.set_defaults(func=cmd_action)
 
     s = sub.add_parser("systems", help="list the systems under systems/")
     s.set_defaults(func=cmd_systems)
 
     m = sub.add_parser("model", help="serve the model gateway (oracle, proxy or replay) on loopback, or set up a "
-                                     "local model (`memmatrix model setup local:NAME`)")
-    m.add_argument("action", choices=["serve", "setup"])
-    m.add_argument("local", nargs="?", metavar="local:NAME",
-                   help="setup: the local model to build the environment for and install (local:smollm2, "
-                        "local:gemma3-270m); `run --model local:NAME` does the same on first use")
-    m.add_argument("--host", default="127.0.0.1")
-    m.add_argument("--port", type=int, default=8790)
-    m.add_argument("--cases", nargs="*", default=[], metavar="FILE", help="case files whose gold the oracle answers from")
-    m.add_argument("--system", metavar="NAME", help="answer that system's prompts too (its folder's oracle dialects)")
-    m.set_defaults(func=cmd_model)
+                                     "local model")
+    msub = m.add_subparsers(dest="action", required=True, metavar="ACTION")
+    ms = msub.add_parser("serve", help="serve the model gateway on loopback until interrupted: the oracle answers "
+                                       "from the cases' gold; proxy and replay as the MEMMATRIX_MODEL_* variables say")
+    ms.add_argument("--host", default="127.0.0.1", help="the address to listen on (loopback unless you mean it)")
+    ms.add_argument("--port", type=int, default=8790, help="the port to listen on")
+    ms.add_argument("--cases", nargs="*", default=[], metavar="FILE", help="case files whose gold the oracle answers from")
+    ms.add_argument("--system", metavar="NAME", help="answer that system's prompts too (its folder's oracle dialects)")
+    ms.set_defaults(func=cmd_model, local=None)
+    mu = msub.add_parser("setup", help="build the environment a local GGUF model is served from, and install it")
+    mu.add_argument("local", nargs="?", metavar="local:NAME",
+                    help="the local model (local:smollm2, local:gemma3-270m); `run --model local:NAME` does the same "
+                         "on first use")
+    mu.set_defaults(func=cmd_model)
 
     c = sub.add_parser("check-cases", help="validate a case file against its schema and protocol rules")
-    c.add_argument("file", metavar="FILE")
-    c.add_argument("--protocol", help="the protocol the file is for (default: the one the file names)")
+    c.add_argument("file", metavar="FILE", help="the case file (cases/<protocol>/<version>.json or your own)")
+    c.add_argument("--protocol", metavar="NAME", help="the protocol the file is for (default: the one the file names)")
     c.set_defaults(func=cmd_check_cases)
 
     g = sub.add_parser("cases", help="case sets generated from a versioned spec (cases/specs/)")
-    gsub = g.add_subparsers(dest="cases_command", required=True)
+    gsub = g.add_subparsers(dest="cases_command", required=True, metavar="ACTION")
     gen = gsub.add_parser("generate", help="write the case file a spec describes, validated (the same bytes every time)")
     gen.add_argument("spec", metavar="SPEC", help="a cases/specs/<protocol>-<version>.yaml file")
-    gen.add_argument("--out", metavar="FILE", help="where to write it (default: cases/<protocol>/breadth-<version>.json)")
+    gen.add_argument("--output", "--out", dest="out", metavar="FILE", help="where to write it (default: cases/<protocol>/breadth-<version>.json)")
     gen.add_argument("--check", action="store_true", help="exit 1 unless the file already holds what the spec generates")
     gen.set_defaults(func=cmd_cases_generate)
 
@@ -401,7 +410,36 @@ def parser() -> argparse.ArgumentParser:
                         "protocols' columns, the variables, the scorecard, each system's claims)")
     dc.add_argument("--check", action="store_true", help="change nothing; exit 1 when a generated part is stale")
     dc.set_defaults(func=cmd_docs)
+    _explain(p)
     return p
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Each option's default appended to its help where the help does not already say it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default in (None, False, [], argparse.SUPPRESS) or action.option_strings == []
+                or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+            return text
+        return f"{text} (default: {default})"
+
+
+class _TopFormatter(argparse.RawDescriptionHelpFormatter, _Formatter):
+    """The top-level help: its description and epilog as written (the examples keep their columns)."""
+
+
+def _explain(parser: argparse.ArgumentParser) -> None:
+    """Every subcommand's own help page: its one-line help as its description, defaults shown, all the way down."""
+    parser.formatter_class = _TopFormatter if parser.formatter_class is argparse.RawDescriptionHelpFormatter \
+        else _Formatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                sub.description = sub.description or (helps.get(name) or "")[:1].upper() + (helps.get(name) or "")[1:]
+                _explain(sub)
 
 
 def _terminate(signum, frame):

@@ -251,7 +251,7 @@ def cmd_check_cases(ns: argparse.Namespace, config: Config) -> int:
 def cmd_plots(ns: argparse.Namespace, config: Config) -> int:
     """Draw every plot the results have data for; each file is named on its own line."""
     from .publish.plots import write_plots
-    written = write_plots([Path(p) for p in ns.paths], Path(ns.out))
+    written = write_plots([Path(p) for p in ns.paths], Path(ns.out) if ns.out else config.home / "docs" / "plots")
     for path in written:
         print(f"wrote {path}")
     if not written:

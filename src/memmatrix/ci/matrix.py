@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..common.config import Config
 from ..common.errors import ConfigError
-from ..protocols import get_protocol, protocol_names
+from ..protocols import get_protocol, main_job_protocols, protocol_names
 from ..result.artifacts import LOCK_NAME
 from ..runtimes import RUNTIMES
 from ..systems import known_systems, load_system_yaml, system_folder
@@ -40,7 +40,7 @@ def plan(config: Config, systems: list[str], protocols: list[str], runtimes: lis
          every_version: bool = False) -> list[dict]:
     """The matrix entries, checked before any job starts: unknown systems, versions, protocols or runtimes are
     one error naming them."""
-    protocols = split_list(protocols) or ["deletion"]
+    protocols = split_list(protocols) or main_job_protocols()  # as `memmatrix run` defaults
     for p in protocols:
         get_protocol(p)
     runtimes = split_list(runtimes) or ["embedded"]

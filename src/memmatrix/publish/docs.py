@@ -27,14 +27,23 @@ from ..protocols import get_protocol
 BLOCK = re.compile(r"(<!-- generated: (\S+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 
 
+def _commands(parser: argparse.ArgumentParser, path: str = "memmatrix"):
+    """(command path, its parser, its one-line help) for every subcommand, its own subcommands after it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, p in action.choices.items():
+                yield f"{path} {name}", p, helps.get(name) or ""
+                yield from _commands(p, f"{path} {name}")
+
+
 def cli_reference(parser: argparse.ArgumentParser) -> str:
-    """Each subcommand: its one-line help, its description, its usage and every argument with its help."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    helps = {a.dest: a.help for a in sub._choices_actions}
+    """Each subcommand (and each of its own): its one-line help, its description, its usage and every argument
+    with its help."""
     out = []
-    for name, p in sub.choices.items():
-        out += [f"### `memmatrix {name}`", "", helps.get(name) or "", ""]
-        if p.description and p.description != helps.get(name):
+    for name, p, helptext in _commands(parser):
+        out += [f"### `{name}`", "", helptext, ""]
+        if p.description and p.description.lower() != helptext.lower():
             out += [p.description, ""]
         out += ["```console", " ".join(p.format_usage().split()), "```", ""]
         rows = []
@@ -46,7 +55,8 @@ def cli_reference(parser: argparse.ArgumentParser) -> str:
                 for sname in a.choices:
                     rows.append((f"{sname}", next((c.help for c in a._choices_actions if c.dest == sname), "")))
                 continue
-            rows.append((flag, (a.help or "").replace("%(default)s", str(a.default))))
+            shown = p._get_formatter()._get_help_string(a) or ""  # with the default, as --help shows it
+            rows.append((flag, shown.replace("%(default)s", str(a.default))))
         if rows:
             out += ["| argument | meaning |", "|---|---|"]
             out += [f"| `{f}` | {h.replace('|', '/')} |" for f, h in rows]
