@@ -187,6 +187,10 @@ def test_the_gate_fails_on_a_planted_regression_on_nothing_comparable_and_refuse
                   results="base", upload="false").go()
     assert not base.failed, base.failures()
     baseline = str(base.workspace / "base")
+    first = wf.job(systems="planted", protocols="deletion", runtime="inprocess", systems_dir=str(good),
+                   results="first", baseline="memmatrix-baseline", upload="false").go()  # as minimal.yml, run first
+    assert not first.failed and first.rc("Diff against the baseline") == 0, first.failures()
+    assert "No baseline yet" in first.summary() and "memmatrix-baseline" in first.summary()
     before = sorted((p.relative_to(baseline), p.read_bytes()) for p in Path(baseline).rglob("*") if p.is_file())
 
     worse = wf.job(systems="planted", protocols="deletion", runtime="inprocess", systems_dir=str(bad),

@@ -149,10 +149,26 @@ def step_diff(config: Config, cli) -> int:
     gate = "regression" in fail_on()
     temp = Path(_env("RUNNER_TEMP", "."))
     output("regressions", str(temp / "memmatrix-regressions.json"))
+    if not Path(baseline).exists():  # a first run: nothing to compare with yet, which is no failure
+        (temp / "memmatrix-regressions.json").write_text(json.dumps(
+            {"kind": "memmatrix.diff", "compared": [], "not_compared": [], "regressions": 0, "changes": [],
+             "baseline_missing": baseline}, indent=2) + "\n", encoding="utf-8")
+        _append("GITHUB_STEP_SUMMARY", first_run_note(baseline, results))
+        print(f"memmatrix: no baseline at {baseline} yet: nothing compared (see the job summary to make one)")
+        return 0
     report = diff([Path(baseline)], [Path(results)], config)  # an error is something to fix (exit 2)
     (temp / "memmatrix-regressions.json").write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
     _append("GITHUB_STEP_SUMMARY", report.render())
     return report.exit_code if gate else 0  # 1: a regression; 3: nothing was comparable, which never passes a gate
+
+
+def first_run_note(baseline: str, results: str) -> str:
+    """The job summary's paragraph when the baseline folder does not exist yet: what happened, and how to make one."""
+    return (f"## No baseline yet\n\nThe baseline folder `{baseline}` does not exist in this checkout, so nothing was "
+            f"compared and no cell can have regressed. This run's results are in `{results}` (and its uploaded "
+            f"artifact). To make them the baseline, download the artifact into `{baseline}/` and commit it:\n\n"
+            f"```\ngh run download <run-id> --dir {baseline}\ngit add {baseline} && git commit -m "
+            f"\"memmatrix baseline\"\n```\n\nThe next run compares against it.\n")
 
 
 def cli_run(cli, *args: str) -> int:
