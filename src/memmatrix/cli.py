@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .commands import (cmd_action, cmd_attest, cmd_bisect, cmd_cases_generate, cmd_check_cases, cmd_claims, cmd_diff,
-                       cmd_docs, cmd_estimate, cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report,
+from .commands import (cmd_action, cmd_attest, cmd_bisect, cmd_cases_generate, cmd_changelog, cmd_check_cases,
+                       cmd_claims, cmd_diff, cmd_docs, cmd_estimate, cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report,
                        cmd_rescore, cmd_sweep, cmd_systems, cmd_timeline)
 from .common.config import Config
 from .common.errors import MemmatrixError
@@ -405,6 +405,11 @@ def parser() -> argparse.ArgumentParser:
     gen.add_argument("--output", "--out", dest="out", metavar="FILE", help="where to write it (default: cases/<protocol>/breadth-<version>.json)")
     gen.add_argument("--check", action="store_true", help="exit 1 unless the file already holds what the spec generates")
     gen.set_defaults(func=cmd_cases_generate)
+
+    cl = sub.add_parser("changelog", help="a release's notes: its section of CHANGELOG.md, refused when the tag and "
+                                          "the package version disagree (the release workflow runs it)")
+    cl.add_argument("version", metavar="VERSION", help="the release tag (v0.2.0) or version (0.2.0)")
+    cl.set_defaults(func=cmd_changelog)
 
     dc = sub.add_parser("docs", help="rewrite the generated parts of README.md and docs/ (the command table, the "
                         "protocols' columns, the variables, the scorecard, each system's claims)")

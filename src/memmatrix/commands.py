@@ -311,6 +311,13 @@ def cmd_docs(ns: argparse.Namespace, config: Config) -> int:
     return 1 if changed and ns.check else 0
 
 
+def cmd_changelog(ns: argparse.Namespace, config: Config) -> int:
+    from . import __version__
+    from .ci.changelog import notes
+    print(notes(config.home, ns.version, __version__), end="")
+    return 0
+
+
 def cmd_attest(ns: argparse.Namespace, config: Config) -> int:
     from .evidence.attest import place
     placed = place(Path(ns.bundle), Path(ns.results))
