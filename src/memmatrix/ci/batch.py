@@ -18,6 +18,7 @@ from .matrix import split_list
 from .private import check_private_out
 from ..protocols import EvalProtocol, get_protocol, main_job_protocols
 from ..run.request import RunRequest, check_options, check_out
+from ..runtimes import require
 from ..systems import SystemSpec
 
 
@@ -53,6 +54,7 @@ class Batch:
         check_out(where)
         if jobs < 1:
             raise MemmatrixError(f"--jobs {jobs}: give a number of instances, 1 or more")
+        require(runtime)
         if jobs > 1 and runtime == "compose":
             raise MemmatrixError("--jobs runs several instances with a gateway each in this process; the compose "
                                  "runtime has one gateway service per project: use --runtime embedded, or --jobs 1")

@@ -18,6 +18,16 @@ from .base import Runtime
 RUNTIMES = ("inprocess", "embedded", "compose")
 
 
+def require(kind: str) -> None:
+    """Refuse, before any work, a runtime whose libraries are not installed: compose needs the [compose] extra
+    (testcontainers and the Docker SDK), which users of the embedded runtime never install."""
+    if kind == "compose":
+        import importlib.util
+        missing = [m for m in ("testcontainers", "docker") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ConfigError(f"the compose runtime needs {' and '.join(missing)}: pip install 'memmatrix[compose]'")
+
+
 @contextmanager
 def start_runtime(kind: str, spec: SystemSpec, config: Config, runtime_config: dict | None = None,
                   gateway: tuple | None = None, ledger=None) -> Iterator[Runtime]:
@@ -27,6 +37,7 @@ def start_runtime(kind: str, spec: SystemSpec, config: Config, runtime_config: d
     elif kind == "embedded":
         from .embedded import EmbeddedRuntime as cls
     elif kind == "compose":
+        require(kind)
         from .compose import ComposeRuntime as cls
     else:
         raise ConfigError(f"unknown runtime {kind!r}; choose one of {', '.join(RUNTIMES)}")
