@@ -56,3 +56,17 @@ def test_plan_defaults_to_the_protocols_run_defaults_to():
     from conftest import ROOT
     entries = plan(Config.from_env({"MEMMATRIX_HOME": str(ROOT)}), ["reference"], [], [])
     assert sorted({e["protocol"] for e in entries}) == sorted(main_job_protocols())
+
+
+def test_the_shell_completes_subcommands_from_the_parser(tmp_path):
+    import os
+    import subprocess
+    import sys
+    pytest.importorskip("argcomplete")  # the [completion] extra, which [test] installs
+    out = tmp_path / "completions"
+    line = "memmatrix model s"
+    env = {**os.environ, "_ARGCOMPLETE": "1", "_ARGCOMPLETE_STDOUT_FILENAME": str(out), "COMP_LINE": line,
+           "COMP_POINT": str(len(line)), "_ARGCOMPLETE_IFS": "\n"}
+    done = subprocess.run([sys.executable, "-m", "memmatrix"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().split() == ["serve", "setup"]

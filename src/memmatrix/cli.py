@@ -451,8 +451,21 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt  # unwinds through every runtime's finally: nothing is left running
 
 
+def _complete(p: argparse.ArgumentParser) -> None:
+    """Shell completion, when the [completion] extra is installed and the shell asks (argcomplete answers and
+    exits; otherwise this does nothing): ``eval "$(register-python-argcomplete memmatrix)"`` (docs/cli.md)."""
+    try:
+        import argcomplete
+    except ImportError:
+        return
+    argcomplete.autocomplete(p)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ns = parser().parse_args(argv)
+    p = parser()
+    if argv is None:
+        _complete(p)
+    ns = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
         ns.cli = main  # the action's steps run other subcommands through it (ci/ never imports the CLI)
