@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .reportmodel import setup_label
-from .scorecard import headline
+from .scorecard import headline, newest_versions
 
 #: the order of the scorecard's columns; a protocol not named here follows, alphabetically
 ORDER = ("deletion", "contradiction", "writepath", "door", "boundaries", "concurrency")
@@ -94,13 +94,8 @@ def scorecard(results: list[tuple[Path, dict]], claims: list[dict], slugs: dict)
     """The front page's table: its columns, one row per system, and what every row shares (model, case files,
     harness), stated once above it."""
     protos = protocols(results)
-    newest: dict[str, str] = {}
-    from ..common.releases import version_key
     default = [(p, r) for p, r in results if _default(p, r)]
-    for p, r in default:
-        s = r["stamp"]["system"]
-        if s["name"] not in newest or version_key(s["version"]) > version_key(newest[s["name"]]):
-            newest[s["name"]] = s["version"]
+    newest = newest_versions((r["stamp"]["system"]["name"], r["stamp"]["system"]["version"]) for _, r in default)
     repeats = [((r["stamp"]["system"]["name"], r["stamp"]["system"]["version"], r["stamp"]["protocol"]["name"]), r)
                for p, r in results if REPEAT.fullmatch(setup_label(p, r)) and not r["stamp"]["system"].get("options")]
     rows, models, cases, harness = [], set(), set(), set()

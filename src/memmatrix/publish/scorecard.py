@@ -62,15 +62,21 @@ def headline(path: Path, result: dict) -> Headline:
     return h
 
 
+def newest_versions(pairs) -> dict[str, str]:
+    """Each system's newest release among (system, version) pairs, by release order (the scorecard, the front page
+    and the grids all pick their rows with it)."""
+    newest: dict[str, str] = {}
+    for name, version in pairs:
+        if name not in newest or version_key(version) > version_key(newest[name]):
+            newest[name] = version
+    return newest
+
+
 def rows(results: list[tuple[Path, dict]], claims: list[dict] | None = None) -> list[dict]:
     """One row per system: its newest release with a default-setup result of a headline protocol."""
-    newest: dict[str, str] = {}
     default = [(p, r) for p, r in results if Path(p).parent.name == r["stamp"]["runtime"]["name"] == "embedded"
                and r["stamp"]["protocol"]["name"] in HEADLINE_PROTOCOLS and not r["stamp"]["system"].get("options")]
-    for p, r in default:
-        s = r["stamp"]["system"]
-        if s["name"] not in newest or version_key(s["version"]) > version_key(newest[s["name"]]):
-            newest[s["name"]] = s["version"]
+    newest = newest_versions((r["stamp"]["system"]["name"], r["stamp"]["system"]["version"]) for _, r in default)
     out = []
     for name in sorted(newest):
         row = {"system": name, "version": newest[name], "protocols": {}}

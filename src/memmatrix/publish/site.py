@@ -141,13 +141,10 @@ def _shown(folder: Path, home: Path) -> str:
 def _grid_groups(secs: list, protocol: str) -> list[dict]:
     """A protocol's sections, each split into each system's newest release at its plain setups (embedded,
     compose: first) and the rest, other releases and variants (folded)."""
-    from ..common.releases import version_key
+    from .scorecard import newest_versions
     out = []
     for sec in (s for s in secs if s.protocol == protocol):
-        newest: dict[str, str] = {}
-        for row in sec.rows:
-            if row.system not in newest or version_key(row.version) > version_key(newest[row.system]):
-                newest[row.system] = row.version
+        newest = newest_versions((row.system, row.version) for row in sec.rows)
         lead = [r for r in sec.rows if r.version == newest[r.system] and "+" not in r.label]  # its default setups
         lead = lead or [r for r in sec.rows if r.version == newest[r.system]]
         first = {id(r) for r in lead}
