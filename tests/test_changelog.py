@@ -7,7 +7,7 @@ import pytest
 
 from conftest import ROOT
 from memmatrix import __version__
-from memmatrix.ci.changelog import notes, section
+from memmatrix.ci.changelog import release_text, section
 from memmatrix.common.errors import ConfigError
 
 TEXT = "# Changelog\n\n## Unreleased\n\n- next\n\n## 0.2.0\n\n- two\n- more\n\n## 0.1.0\n\n- one\n"
@@ -28,6 +28,6 @@ def test_a_missing_or_empty_section_is_refused_with_what_to_add(text, version, m
 
 
 def test_the_committed_changelog_has_the_package_version_and_a_tag_that_disagrees_is_refused():
-    assert notes(ROOT, f"v{__version__}", __version__).strip()
+    assert release_text(ROOT, f"v{__version__}", __version__).strip()
     with pytest.raises(ConfigError, match="does not match the package version"):
-        notes(ROOT, "v9.9.9", __version__)
+        release_text(ROOT, "v9.9.9", __version__)

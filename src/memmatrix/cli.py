@@ -406,7 +406,7 @@ def parser() -> argparse.ArgumentParser:
     gen.add_argument("--check", action="store_true", help="exit 1 unless the file already holds what the spec generates")
     gen.set_defaults(func=cmd_cases_generate)
 
-    cl = sub.add_parser("changelog", help="a release's notes: its section of CHANGELOG.md, refused when the tag and "
+    cl = sub.add_parser("changelog", help="what a release says: its section of CHANGELOG.md, refused when the tag and "
                                           "the package version disagree (the release workflow runs it)")
     cl.add_argument("version", metavar="VERSION", help="the release tag (v0.2.0) or version (0.2.0)")
     cl.set_defaults(func=cmd_changelog)

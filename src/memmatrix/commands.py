@@ -313,8 +313,8 @@ def cmd_docs(ns: argparse.Namespace, config: Config) -> int:
 
 def cmd_changelog(ns: argparse.Namespace, config: Config) -> int:
     from . import __version__
-    from .ci.changelog import notes
-    print(notes(config.home, ns.version, __version__), end="")
+    from .ci.changelog import release_text
+    print(release_text(config.home, ns.version, __version__), end="")
     return 0
 
 

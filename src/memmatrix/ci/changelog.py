@@ -1,4 +1,4 @@
-"""A release's notes: its section of CHANGELOG.md (``memmatrix changelog VERSION``, which the release workflow
+"""What a release says: its section of CHANGELOG.md (``memmatrix changelog VERSION``, which the release workflow
 runs), checked against the tag before anything is published."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ def section(text: str, version: str) -> str:
     raise ConfigError(f"CHANGELOG.md has no section '## {wanted}' (sections: {found}); add it before tagging v{wanted}")
 
 
-def notes(home: Path, version: str, package_version: str) -> str:
-    """The release notes for tag ``version``, refused when the tag and the package's version disagree."""
+def release_text(home: Path, version: str, package_version: str) -> str:
+    """What the release of tag ``version``, refused when the tag and the package's version disagree."""
     if version.removeprefix("v") != package_version:
         raise ConfigError(f"tag {version} does not match the package version {package_version} (pyproject.toml); "
                           f"set one to the other")
