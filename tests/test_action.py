@@ -22,6 +22,7 @@ from conftest import ROOT
 pytestmark = pytest.mark.heavy
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
+PAGES = yaml.safe_load((ROOT / "pages" / "action.yml").read_text())
 DEFAULTS = {k: str(v.get("default", "")) for k, v in ACTION["inputs"].items()}
 
 
@@ -34,21 +35,23 @@ class Workflow:
         self.artifacts.mkdir(parents=True)
         self.jobs = 0
 
-    def job(self, **inputs) -> "Job":
+    def job(self, action: dict = ACTION, action_path: Path = ROOT, **inputs) -> "Job":
         self.jobs += 1
-        return Job(self, self.root / f"job{self.jobs}", {**DEFAULTS, **{k.replace("_", "-"): v for k, v in inputs.items()}})
+        defaults = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+        return Job(self, self.root / f"job{self.jobs}", {**defaults, **{k.replace("_", "-"): v for k, v in inputs.items()}},
+                   action, action_path)
 
 
 class Job:
-    def __init__(self, run: Workflow, workspace: Path, inputs: dict):
-        self.run, self.workspace, self.inputs = run, workspace, inputs
+    def __init__(self, run: Workflow, workspace: Path, inputs: dict, action: dict = ACTION, action_path: Path = ROOT):
+        self.run, self.workspace, self.inputs, self.action = run, workspace, inputs, action
         workspace.mkdir(parents=True)
         self.temp = workspace / ".runner-temp"
         self.temp.mkdir()
         self.files = {k: workspace / f".{k.lower()}" for k in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH",
                                                                 "GITHUB_STEP_SUMMARY")}
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMMATRIX_", "GITHUB_", "PYTHON"))}
-        self.env.update(GITHUB_ACTION_PATH=str(ROOT), RUNNER_TEMP=str(self.temp), RUNNER_OS="Linux",
+        self.env.update(GITHUB_ACTION_PATH=str(action_path), RUNNER_TEMP=str(self.temp), RUNNER_OS="Linux",
                         GITHUB_WORKSPACE=str(workspace), MEMMATRIX_CACHE_DIR=os.environ.get("MEMMATRIX_CACHE_DIR", ""),
                         **{k: str(p) for k, p in self.files.items()})
         if not self.env["MEMMATRIX_CACHE_DIR"]:
@@ -87,7 +90,7 @@ class Job:
 
     def go(self) -> "Job":
         failed = False
-        for step in ACTION["runs"]["steps"]:
+        for step in self.action["runs"]["steps"]:
             if not self.condition(step.get("if"), failed):
                 continue
             name = step["name"]
@@ -120,6 +123,12 @@ class Job:
                 return 1, f"an artifact named {name!r} was already uploaded in this workflow run"
             shutil.copytree(self.workspace / self.expr(step["with"]["path"]), target)
             return 0, f"uploaded {name}"
+        if action == "actions/upload-pages-artifact":   # one per workflow run, named github-pages
+            site = self.workspace / self.expr(step["with"]["path"])
+            if not (site / "index.html").is_file():
+                return 1, f"{site} holds no index.html"
+            shutil.copytree(site, self.run.artifacts / "github-pages")
+            return 0, "uploaded github-pages"
         return 0, f"{action}: emulated as a no-op"
 
     def failures(self) -> list[str]:
@@ -213,3 +222,75 @@ def test_the_gate_fails_on_a_planted_regression_on_nothing_comparable_and_refuse
     assert "wrote no result" in inside.summary() or inside.rc("Report") != 0
     after = sorted((p.relative_to(baseline), p.read_bytes()) for p in Path(baseline).rglob("*") if p.is_file())
     assert after == before   # the baseline was not touched
+
+
+def example_inputs(name: str) -> dict:
+    """The `with:` of the memmatrix step of examples/workflows/NAME, as written."""
+    doc = yaml.safe_load((ROOT / "examples" / "workflows" / name).read_text())
+    steps = [s for job in doc["jobs"].values() for s in job.get("steps", [])]
+    step = next(s for s in steps if str(s.get("uses", "")).startswith("memmatrix/action@"))
+    return {k.replace("-", "_"): str(v) for k, v in step["with"].items()}
+
+
+def test_the_pull_request_example_first_run_then_a_planted_regression_comments_once_in_place(tmp_path):
+    """pull-request.yml as written, but for the system (the planted one, in-process, so the test stays minutes): a
+    first run with no baseline passes and comments so; a run with a planted regression fails, and the comment, a
+    body GitHub's API accepts, is updated in place with the regressed cells."""
+    from github_fake import FakeGitHub
+    wf = Workflow(tmp_path)
+    good, bad = planted(tmp_path / "good", broken=False), planted(tmp_path / "bad", broken=True)
+    fake = FakeGitHub()
+    try:
+        inputs = {**example_inputs("pull-request.yml"), "systems": "planted", "protocols": "deletion",
+                  "runtime": "inprocess", "upload": "false"}
+        assert inputs["comment"] == "pull-request" and inputs["baseline"] == "memmatrix-baseline"
+
+        def job(folder: Path, baseline: Path | None = None) -> Job:
+            j = wf.job(systems_dir=str(folder), **inputs)
+            event = j.workspace / ".event.json"
+            event.write_text(json.dumps({"pull_request": {"number": 5}}))
+            j.env.update(GITHUB_API_URL=fake.url, GITHUB_REPOSITORY=fake.repo, GITHUB_EVENT_PATH=str(event),
+                         GITHUB_EVENT_NAME="pull_request", GITHUB_SHA="ab" * 20, GITHUB_SERVER_URL="https://github.com",
+                         GITHUB_RUN_ID="42")
+            if baseline:
+                shutil.copytree(baseline, j.workspace / "memmatrix-baseline")
+            return j.go()
+
+        first = job(good)
+        assert not first.failed, first.failures()
+        assert "No baseline yet" in first.summary() and "No claims baseline" in first.summary()
+        thread = fake.threads["issues/5"]
+        assert len(thread) == 1 and "first run" in thread[0]["body"].split("\n")[1]
+        # the user commits the first run's results and claims as the baseline
+        baseline = tmp_path / "committed"
+        shutil.copytree(first.workspace / "memmatrix-results", baseline)
+        shutil.copy(first.outputs["claims"]["claims"], baseline / "claims.json")
+
+        worse = job(bad, baseline)
+        assert worse.failed and worse.rc("Diff against the baseline") == 1 and worse.rc("Comment") == 0
+        assert len(thread) == 1, "a second comment instead of the first one updated"
+        text = thread[0]["body"]
+        assert text == Path(worse.outputs["comment"]["comment"]).read_text()
+        assert "| regression | planted |" in text and "PASS → FAIL" in text
+        assert [m for m, _, _ in fake.requests if m != "GET"] == ["POST", "PATCH"]
+    finally:
+        fake.close()
+
+
+def test_the_pages_action_builds_the_site_with_the_nightly_history(tmp_path):
+    wf = Workflow(tmp_path)
+    results = tmp_path / "results"   # runs of a folder unchanged since (an installed action has no git history)
+    for part in ("deletion/reference/1.0/embedded", "contradiction/reference/1.0/embedded"):
+        shutil.copytree(ROOT / "results" / part, results / part)
+    history = tmp_path / "history"
+    done = subprocess.run([sys.executable, "-m", "memmatrix", "nightly", "add", str(results),
+                           "--into", str(history), "--date", "2026-12-01"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    site = wf.job(action=PAGES, action_path=ROOT / "pages", results=str(results), history=str(history)).go()
+    assert not site.failed, site.failures()
+    pages = wf.artifacts / "github-pages"
+    assert (pages / "index.html").is_file() and (pages / "history" / "trend.svg").is_file()
+    assert "Nightly history" in (pages / "history" / "index.html").read_text()
+    missing = wf.job(action=PAGES, action_path=ROOT / "pages", results=str(results),
+                     history=str(tmp_path / "nowhere")).go()
+    assert missing.failed and "holds no index.json" in missing.out("Verify and build the site")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .commands import (cmd_action, cmd_attest, cmd_bisect, cmd_cases_generate, cmd_changelog, cmd_check_cases,
-                       cmd_claims, cmd_diff, cmd_docs, cmd_estimate, cmd_merge, cmd_model, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report,
+                       cmd_claims, cmd_diff, cmd_docs, cmd_estimate, cmd_merge, cmd_model, cmd_nightly, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report,
                        cmd_rescore, cmd_sweep, cmd_systems, cmd_timeline)
 from .common.config import Config
 from .common.errors import MemmatrixError
@@ -304,6 +304,12 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--across-versions", action="store_true",
                    help="pair runs of different system versions (one version on each side) instead of the same version")
     d.add_argument("--json", action="store_true", help="the changes as JSON (for machines) instead of Markdown")
+    d.add_argument("--cost-threshold", metavar="RATIO", default="",
+                   help="list runs whose model tokens or calls exceed this share of the baseline run's (e.g. 150%%)")
+    d.add_argument("--latency-threshold", metavar="RATIO", default="",
+                   help="list runs whose p50 of an adapter operation exceeds this share of the baseline run's (e.g. 200%%)")
+    d.add_argument("--fail-on-threshold", action="store_true",
+                   help="exit 1 when a figure is over its threshold (without it they are only listed)")
     d.set_defaults(func=cmd_diff)
 
     for name, helptext in (("sweep", "measure a system over sampled releases from its package index"),
@@ -370,7 +376,7 @@ def parser() -> argparse.ArgumentParser:
     mg.set_defaults(func=cmd_merge)
 
     a = sub.add_parser("action", help="one step of the GitHub Action (action.yml runs them; inputs from MM_* variables)")
-    a.add_argument("step", choices=["install", "run", "verify", "report", "claims", "diff"],
+    a.add_argument("step", choices=["install", "run", "verify", "report", "claims", "diff", "comment", "history", "pages"],
                    help="the step to run, as action.yml names it")
     a.set_defaults(func=cmd_action)
 
@@ -411,6 +417,16 @@ def parser() -> argparse.ArgumentParser:
     cl.add_argument("version", metavar="VERSION", help="the release tag (v0.2.0) or version (0.2.0)")
     cl.set_defaults(func=cmd_changelog)
 
+    ng = sub.add_parser("nightly", help="keep a history of nightly matrices (a dated file per night) and chart it")
+    ngs = ng.add_subparsers(dest="nightly_command", required=True, metavar="COMMAND")
+    na = ngs.add_parser("add", help="add a night's results to a history folder; rebuild its index.json, trend.md and "
+                                    "trend.svg from every night in it")
+    na.add_argument("paths", nargs="+", metavar="RESULTS", help="the night's results: result.json files or folders")
+    na.add_argument("--into", required=True, metavar="DIR",
+                    help="the history folder (e.g. a checkout of a data branch); made if missing")
+    na.add_argument("--date", default="", metavar="YYYY-MM-DD", help="the night's date (default: today, UTC)")
+    na.set_defaults(func=cmd_nightly)
+
     dc = sub.add_parser("docs", help="rewrite the generated parts of README.md and docs/ (the command table, the "
                         "protocols' columns, the variables, the scorecard, each system's claims)")
     dc.add_argument("--check", action="store_true", help="change nothing; exit 1 when a generated part is stale")
@@ -425,7 +441,7 @@ class _Formatter(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if ("default" in text or default in (None, False, [], argparse.SUPPRESS) or action.option_strings == []
+        if ("default" in text or default in (None, False, [], "", argparse.SUPPRESS) or action.option_strings == []
                 or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
             return text
         return f"{text} (default: {default})"

@@ -69,11 +69,18 @@ def cmd_report(ns: argparse.Namespace, config: Config) -> int:
 def cmd_diff(ns: argparse.Namespace, config: Config) -> int:
     import json
     from .publish.diff import diff
-    report = diff([Path(ns.old)], [Path(ns.new)], config, across_versions=ns.across_versions)
+    from .publish.thresholds import parse
+    limits = {k: v for k, v in (("cost", parse(ns.cost_threshold, "--cost-threshold")),
+                                ("latency", parse(ns.latency_threshold, "--latency-threshold"))) if v}
+    if ns.fail_on_threshold and not limits:
+        raise ConfigError("--fail-on-threshold needs a threshold: pass --cost-threshold or --latency-threshold")
+    report = diff([Path(ns.old)], [Path(ns.new)], config, across_versions=ns.across_versions, thresholds=limits)
     sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n" if ns.json else report.render())
     if not report.compared:
         print("memmatrix diff: nothing was comparable (see 'not compared'); exit 3 so a gate cannot pass on it",
               file=sys.stderr)
+    if report.exit_code == 0 and ns.fail_on_threshold and report.over:
+        return 1
     return report.exit_code
 
 
@@ -315,6 +322,14 @@ def cmd_changelog(ns: argparse.Namespace, config: Config) -> int:
     from . import __version__
     from .ci.changelog import release_text
     print(release_text(config.home, ns.version, __version__), end="")
+    return 0
+
+
+def cmd_nightly(ns: argparse.Namespace, config: Config) -> int:
+    from .publish.nightly import add, night, today
+    wrote = add(Path(ns.into), night([Path(p) for p in ns.paths], ns.date or today(), config), config)
+    for path in wrote:
+        print(f"wrote {path}")
     return 0
 
 

@@ -18,7 +18,7 @@ from ..publish.diff import diff
 from ..common.errors import ConfigError
 from .matrix import artifact_name, split_list
 
-FAIL_ON = ("regression", "claims", "none")
+FAIL_ON = ("regression", "claims", "threshold", "none")
 
 
 def _env(name: str, default: str = "") -> str:
@@ -50,8 +50,27 @@ def fail_on() -> set[str]:
     words = set(split_list([_env("MM_FAIL_ON", "regression")]))
     bad = sorted(words - set(FAIL_ON))
     if bad:
-        raise ConfigError(f"fail-on names {bad[0]!r}; use regression, claims (both: \"regression, claims\") or none")
+        raise ConfigError(f"fail-on names {bad[0]!r}; use regression, claims, threshold (several: \"regression, "
+                          "claims\") or none")
+    if "threshold" in words and not thresholds():
+        raise ConfigError("fail-on names threshold but cost-threshold and latency-threshold are empty; set one "
+                          "(e.g. cost-threshold: 150%)")
     return words
+
+
+def thresholds() -> dict[str, float]:
+    from ..publish.thresholds import parse
+    limits = {"cost": parse(_env("MM_COST_THRESHOLD"), "cost-threshold"),
+              "latency": parse(_env("MM_LATENCY_THRESHOLD"), "latency-threshold")}
+    return {k: v for k, v in limits.items() if v}
+
+
+def comment_target() -> str:
+    from .comment import TARGETS
+    target = _env("MM_COMMENT", "none").strip() or "none"
+    if target not in TARGETS:
+        raise ConfigError(f"comment {target!r} is not none, pull-request or commit")
+    return target
 
 
 def _started(results: str) -> bool:
@@ -102,7 +121,8 @@ def step_run(config: Config, cli) -> int:
         os.environ.update(MEMMATRIX_MODEL_MODE="replay", MEMMATRIX_MODEL_REPLAY=model[len("replay:"):])
     else:
         raise ConfigError(f"model {model!r} is not oracle, proxy or replay:PATH")
-    fail_on()  # a wrong fail-on is found before anything runs
+    fail_on()  # a wrong fail-on, threshold or comment is found before anything runs
+    comment_target()
     output("started", "true")  # past the action's own checks: what is in results is this run's
     args = [a for s in systems for a in ("--system", s)] + [a for p in protocols for a in ("--protocol", p)]
     return cli_run(cli, "run", *args, "--runtime", runtime, "--out", results)
@@ -135,7 +155,10 @@ def step_claims(config: Config, cli) -> int:
         return 0  # the report step said why
     temp = Path(_env("RUNNER_TEMP", "."))
     args = [results, "--json", str(temp / "memmatrix-claims.json"), "--output", str(temp / "memmatrix-claims.md")]
-    if baseline:
+    if baseline and not Path(baseline).exists():  # a first run: no earlier statuses yet, which is no failure
+        _append("GITHUB_STEP_SUMMARY", f"No claims baseline at `{baseline}` yet: no status compared. Commit this "
+                                       "run's claims JSON (the step's claims output) there to compare the next run.\n")
+        baseline = ""
         args += ["--baseline", baseline] + (["--fail-on-change"] if gate else [])
     output("claims", str(temp / "memmatrix-claims.json"))
     rc = cli_run(cli, "claims", *args)
@@ -156,10 +179,15 @@ def step_diff(config: Config, cli) -> int:
         _append("GITHUB_STEP_SUMMARY", first_run_note(baseline, results))
         print(f"memmatrix: no baseline at {baseline} yet: nothing compared (see the job summary to make one)")
         return 0
-    report = diff([Path(baseline)], [Path(results)], config)  # an error is something to fix (exit 2)
+    report = diff([Path(baseline)], [Path(results)], config, thresholds=thresholds())  # an error: exit 2
     (temp / "memmatrix-regressions.json").write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
     _append("GITHUB_STEP_SUMMARY", report.render())
-    return report.exit_code if gate else 0  # 1: a regression; 3: nothing was comparable, which never passes a gate
+    rc = report.exit_code if gate else 0  # 1: a regression; 3: nothing was comparable, which never passes a gate
+    if rc == 0 and report.over and "threshold" in fail_on():
+        print(f"memmatrix: {len(report.over)} figure(s) over a cost or latency threshold (the job summary lists "
+              "them)", file=sys.stderr)
+        return 1
+    return rc
 
 
 def first_run_note(baseline: str, results: str) -> str:
@@ -171,10 +199,72 @@ def first_run_note(baseline: str, results: str) -> str:
             f"\"memmatrix baseline\"\n```\n\nThe next run compares against it.\n")
 
 
+def step_comment(config: Config, cli) -> int:
+    """The opt-in comment (see ci/comment.py): on the pull request the event is about, or on the commit."""
+    from ..publish.claims import changes, load_json
+    from .comment import GitHub, body, publish, worth_saying
+    target = comment_target()
+    if target == "none":
+        return 0
+    regressions, claims, before = _env("MM_REGRESSIONS"), _env("MM_CLAIMS"), _env("MM_CLAIMS_BASELINE")
+    report = json.loads(Path(regressions).read_text(encoding="utf-8")) if regressions and Path(regressions).is_file() else None
+    moves = changes(load_json(Path(before)), load_json(Path(claims))) if before and Path(before).is_file() and claims and Path(claims).is_file() else []
+    server, repo, run = _env("GITHUB_SERVER_URL"), _env("GITHUB_REPOSITORY"), _env("GITHUB_RUN_ID")
+    text = body(_env("MM_ARTIFACT"), report, moves, f"{server}/{repo}/actions/runs/{run}" if server and repo and run else "")
+    out = Path(_env("RUNNER_TEMP", ".")) / "memmatrix-comment.md"
+    out.write_text(text, encoding="utf-8")
+    output("comment", str(out))
+    if target == "pull-request":
+        event = json.loads(Path(_env("GITHUB_EVENT_PATH")).read_text(encoding="utf-8")) if _env("GITHUB_EVENT_PATH") else {}
+        number = (event.get("pull_request") or {}).get("number")
+        if not number:
+            print(f"memmatrix: comment is pull-request but this {_env('GITHUB_EVENT_NAME', 'event')} is not about a "
+                  "pull request: nothing commented (the body is in the step's comment output)")
+            return 0
+        where, create = str(number), True
+    else:
+        where, create = _env("GITHUB_SHA"), worth_saying(report, moves)
+    gh = GitHub(_env("GITHUB_API_URL", "https://api.github.com"), repo, _env("MM_GITHUB_TOKEN"))
+    done = publish(gh, target, where, text, config.home / "schemas", create=create)
+    print(f"memmatrix: comment on {target} {where}: {done}")
+    return 0
+
+
+def step_history(config: Config, cli) -> int:
+    """Add this run's results as tonight's entry of the history folder, and redraw its chart."""
+    results, history = _env("MM_RESULTS"), _env("MM_HISTORY")
+    if not _started(results):
+        return 0
+    output("history", history)
+    return cli_run(cli, "nightly", "add", results, "--into", history)
+
+
+def step_pages(config: Config, cli) -> int:
+    """pages/action.yml: verify the results, build the site, and put the nightly history's chart under history/."""
+    from ..publish.nightly import publish_history
+    results, baseline, history, site = _env("MM_RESULTS"), _env("MM_BASELINE"), _env("MM_HISTORY"), _env("MM_SITE")
+    if not site:
+        raise ConfigError("the site input is empty; name the folder the site is written to")
+    if not Path(results).is_dir():
+        raise ConfigError(f"results {results!r} is not a folder; point it at the results the site shows")
+    if history and not (Path(history) / "index.json").is_file():
+        raise ConfigError(f"history {history!r} holds no index.json; give a folder `memmatrix nightly add` wrote, "
+                          "or leave history empty")
+    output("site", site)
+    rc = cli_run(cli, "verify", results)
+    if rc:
+        return rc  # a site is never built from results that do not verify
+    rc = cli_run(cli, "report", results, "--html", site, *(["--baseline", baseline] if baseline else []))
+    if rc == 0 and history:
+        publish_history(Path(history), Path(site) / "history")
+    return rc
+
+
 def cli_run(cli, *args: str) -> int:
     """Run another memmatrix subcommand in this process (``cli``: the CLI's main, handed in by ``memmatrix action``)."""
     return cli(list(args))
 
 
 STEPS = {"install": step_install, "run": step_run, "verify": step_verify, "report": step_report,
-         "claims": step_claims, "diff": step_diff}
+         "claims": step_claims, "diff": step_diff, "comment": step_comment, "history": step_history,
+         "pages": step_pages}

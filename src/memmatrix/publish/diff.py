@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..common.errors import MemmatrixError
 from .markdown import code, md
+from .thresholds import Over, compare
 from ..evidence.verify import find_results, load_result
 
 BAD = ("FAIL", "ERROR")
@@ -47,6 +48,8 @@ class DiffReport:
     changes: list[Change] = field(default_factory=list)
     compared: list[tuple[str, str]] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    over: list[Over] = field(default_factory=list)           # figures over a cost or latency threshold
+    thresholds: dict[str, float] = field(default_factory=dict)
 
     @property
     def regressions(self) -> list[Change]:
@@ -60,7 +63,8 @@ class DiffReport:
     def to_json(self) -> dict:
         return {"kind": "memmatrix.diff", "compared": [{"old": o, "new": n} for o, n in self.compared],
                 "not_compared": self.unmatched, "regressions": len(self.regressions),
-                "changes": [{**c.__dict__, "kind": c.kind} for c in self.changes]}
+                "changes": [{**c.__dict__, "kind": c.kind} for c in self.changes],
+                "thresholds": self.thresholds, "over_threshold": [o.to_json() for o in self.over]}
 
     def render(self) -> str:
         out = ["# memmatrix diff", ""]
@@ -69,6 +73,7 @@ class DiffReport:
         for text in self.unmatched:
             out.append(f"- not compared: {md(text)}")
         out.append("")
+        out += self._render_over()
         if not self.changes:
             out.append("No state changed." if self.compared else "Nothing was comparable.")
             return "\n".join(out) + "\n\n"
@@ -82,6 +87,21 @@ class DiffReport:
         return "\n".join(out) + "\n\n"  # a blank line: whatever is appended next renders as its own block
 
 
+    def _render_over(self) -> list[str]:
+        if not self.thresholds:
+            return []
+        said = ", ".join(f"{k} {v:.0%}" for k, v in sorted(self.thresholds.items()))
+        if not self.over:
+            return [f"No figure over its threshold ({said} of the baseline's).", ""]
+        out = [f"Over threshold ({said} of the baseline's):", "",
+               "| system | versions | runtime | figure | baseline | now | ratio |", "|---|---|---|---|---|---|---|"]
+        for o in self.over:
+            ratio = f"{o.ratio:.2f}×" if o.old else "new"
+            out.append(f"| {md(o.system)} | {md(o.old_version)} → {md(o.new_version)} | {md(o.runtime)} | "
+                       f"{o.kind}: {md(o.metric)} | {o.old:g} | {o.new:g} | {ratio} |")
+        return out + [""]
+
+
 def _key(r: dict, across_versions: bool) -> tuple:
     s = r["stamp"]
     return (s["fingerprint"], s["runtime"]["name"]) + (() if across_versions else (s["system"]["version"],))
@@ -92,14 +112,16 @@ def _same_folder(a: list[Path], b: list[Path]) -> bool:
     return bool(ra & rb) or any(x in y.parents or y in x.parents for x in ra for y in rb)
 
 
-def diff(old_paths: list[Path], new_paths: list[Path], config=None, across_versions: bool = False) -> DiffReport:
+def diff(old_paths: list[Path], new_paths: list[Path], config=None, across_versions: bool = False,
+         thresholds: dict[str, float] | None = None) -> DiffReport:
+    """``thresholds``: {"cost": 1.5, "latency": 2.0} (see thresholds.py); none by default."""
     if _same_folder(old_paths, new_paths):
         raise MemmatrixError(f"the baseline {', '.join(map(str, old_paths))} is (or holds, or lies inside) the results "
                              f"folder {', '.join(map(str, new_paths))}: every run would be compared with itself; "
                              "give a baseline saved elsewhere (e.g. a checkout of the last release's results)")
     olds = [(p, load_result(p, config)) for p in find_results(old_paths)]
     news = [(p, load_result(p, config)) for p in find_results(new_paths)]
-    report = DiffReport()
+    report = DiffReport(thresholds=dict(thresholds or {}))
     by_key: dict[tuple, list[tuple[Path, dict]]] = {}
     for p, r in olds:
         by_key.setdefault(_key(r, across_versions), []).append((p, r))
@@ -124,6 +146,7 @@ def diff(old_paths: list[Path], new_paths: list[Path], config=None, across_versi
             continue
         old_path, old = matches[0]
         report.compared.append((str(old_path), str(p)))
+        report.over += compare(old, new, report.thresholds)
         old_cells = {(c["id"], cell["step"]): cell for c in old["cases"] for cell in c["cells"]}
         for case in new["cases"]:
             for cell in case["cells"]:

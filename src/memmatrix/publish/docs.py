@@ -56,7 +56,7 @@ def cli_reference(parser: argparse.ArgumentParser) -> str:
                     rows.append((f"{sname}", next((c.help for c in a._choices_actions if c.dest == sname), "")))
                 continue
             shown = p._get_formatter()._get_help_string(a) or ""  # with the default, as --help shows it
-            rows.append((flag, shown.replace("%(default)s", str(a.default))))
+            rows.append((flag, shown.replace("%(default)s", str(a.default)).replace("%%", "%")))
         if rows:
             out += ["| argument | meaning |", "|---|---|"]
             out += [f"| `{f}` | {h.replace('|', '/')} |" for f, h in rows]
