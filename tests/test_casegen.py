@@ -60,8 +60,8 @@ def test_a_twin_whose_tokens_hold_the_canarys_is_rejected_and_names_the_sequence
                                           ("0731-559-208", "0731-559-114")])
 def test_values_that_share_tokens_but_not_a_whole_sequence_are_accepted(generated, canary, twin):
     """Realistic canaries share tokens (a domain, a street, an area code); whole-sequence matching tells them apart."""
-    from memmatrix.cases.rules import _inside
-    assert _inside(canary, twin) == "" and _inside(twin, canary) == ""
+    from memmatrix.cases.rules import inside
+    assert inside(canary, twin) == "" and inside(twin, canary) == ""
     case = _one(generated)
     old = case["targets"]["twin"]["token"]
     case["targets"]["twin"]["token"] = twin
@@ -266,3 +266,20 @@ def test_a_concurrency_case_whose_concurrent_write_is_never_written_alone_is_rej
     assert any("written, alone, in scope 'seq'" in p for p in proto.validate_case(case))
     case["ops"] = [op for op in case["ops"] if not (op["op"] == "expect" and op["scope"] == "seq")]
     assert any("needs an expect in scope 'seq'" in p for p in proto.validate_case(case))
+
+
+def test_a_deletion_case_whose_canary_and_twin_share_a_domain_is_accepted_and_a_contained_one_named():
+    """Matching is by whole-token sequence: two addresses on one domain are told apart; a twin that holds its
+    canary's whole sequence is not, and the problem names the sequence."""
+    import json as _json
+    from memmatrix.protocols import get_protocol
+    from memmatrix.protocols.deletion_rules import validate_deletion_case
+    case = _json.loads((ROOT / "cases" / "deletion" / "1.2.0.json").read_text())["cases"][0]
+    text = _json.dumps(case).replace("QX-4471-TRV", "ana.lind@vetrano-works.example").replace(
+        "MB-9025-KLO", "bo.berg@vetrano-works.example")
+    assert validate_deletion_case(_json.loads(text), get_protocol("deletion")) == []
+    worse = _json.dumps(case).replace("QX-4471-TRV", "ana.lind@vetrano-works.example").replace(
+        "MB-9025-KLO", "ana.lind@vetrano-works.example.org")
+    problems = validate_deletion_case(_json.loads(worse), get_protocol("deletion"))
+    assert len(problems) == 1 and "'canary' and 'twin'" in problems[0]
+    assert "['ana', 'lind', 'vetrano', 'works', 'example']" in problems[0], problems

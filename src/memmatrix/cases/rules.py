@@ -71,7 +71,7 @@ def case_problems(case: dict, words: tuple[str, ...] = ()) -> list[str]:
     names = sorted(targets)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            inner = _inside(targets[a]["token"], targets[b]["token"]) or _inside(targets[b]["token"], targets[a]["token"])
+            inner = inside(targets[a]["token"], targets[b]["token"]) or inside(targets[b]["token"], targets[a]["token"])
             if inner:
                 out.append(f"case {cid!r}: targets {a!r} and {b!r}: {inner}, so whole-token matching cannot tell them "
                            "apart (a value may share tokens with another, e.g. a street or a domain, but not contain "
@@ -79,7 +79,7 @@ def case_problems(case: dict, words: tuple[str, ...] = ()) -> list[str]:
     return out
 
 
-def _inside(a: str, b: str) -> str:
+def inside(a: str, b: str) -> str:
     """Why ``a``'s token sequence occurs inside ``b``'s ('' when it does not): matching is by whole-token sequence, so
     only then does finding one also find the other."""
     ta, tb = tokens(a), tokens(b)

@@ -6,6 +6,7 @@ negative assertion has a present control, the baseline probe precedes the final 
 
 from __future__ import annotations
 
+from ..cases.rules import inside
 from ..common.tokens import contains
 
 STEP_KEYS = [str(n) for n in range(1, 14)]
@@ -46,8 +47,10 @@ def validate_deletion_case(case: dict, protocol) -> list[str]:
         if not any(contains(v, t["token"]) for v in gold_values):
             bad(f"target {name!r}: token {t['token']!r} is in no write's gold facts")
         for other, o in targets.items():
-            if other < name and (contains(o["token"], t["token"]) or contains(t["token"], o["token"])):
-                bad(f"targets {other!r} and {name!r} have overlapping tokens; whole-token matching cannot tell them apart")
+            collides = other < name and (inside(t["token"], o["token"]) or inside(o["token"], t["token"]))
+            if collides:
+                bad(f"targets {other!r} and {name!r}: {collides}, so whole-token matching cannot tell them apart "
+                    "(sharing tokens, e.g. a domain or a street, is fine; containing another's whole sequence is not)")
 
     for i, op in enumerate(case["ops"]):
         where = f"op {i} ({op['op']}, step {op['step']})"
