@@ -359,6 +359,24 @@ def check_adapter_class(cls: type) -> None:
         )
 
 
+class Keys(dict):
+    """The config an adapter is given: a dict whose missing key raises a KeyError naming the keys there are (an
+    adapter written against another system's config learns at once what this one has)."""
+
+    path = "config"
+
+    @classmethod
+    def wrap(cls, value, path: str):
+        if isinstance(value, dict):
+            out = cls({k: cls.wrap(v, f"{path}[{k!r}]") for k, v in value.items()})
+            out.path = path
+            return out
+        return value
+
+    def __missing__(self, key):
+        raise KeyError(f"{key!r}: {self.path} has no such key; it has {sorted(map(str, self))}")
+
+
 class Dispatcher:
     """Holds one adapter instance and runs contract operations on it, one at a time."""
 
@@ -376,7 +394,7 @@ class Dispatcher:
         """Run ``op`` with ``args``; returns the adapter's result (a dict). Raises on any failure."""
         with self.lock:
             if op == "init":
-                config = {**dict(args.get("config") or {}), **self.runtime_config}
+                config = Keys.wrap({**dict(args.get("config") or {}), **self.runtime_config}, "config")
                 self.close()
                 self.instance = self.cls(config)
                 implemented = sorted(o for o in OPERATIONS if callable(getattr(self.instance, o, None)))
@@ -500,7 +518,8 @@ def _handler(dispatcher: Dispatcher, stop: threading.Event):
                 result = dispatcher.call(op, args)
             except Exception as exc:
                 sys.stderr.write(traceback.format_exc())
-                self._send(500, {"error": {"type": type(exc).__name__, "message": str(exc)[:2000]}})
+                self._send(500, {"error": {"type": type(exc).__name__, "message": str(exc)[:2000],
+                                           "where": raised_at(exc)}})
                 return
             try:
                 payload = json.dumps({"result": result}, allow_nan=False)
@@ -623,6 +642,13 @@ def _on_stop_signal(signum, frame) -> None:
         _kill(descendants(os.getpid()), signal.SIGKILL)
         os._exit(128 + signum)
     _signals.append(signum)
+
+
+def raised_at(exc: BaseException, frames: int = 3) -> str:
+    """Where ``exc`` was raised: the innermost ``frames`` frames of its traceback, innermost first, each as
+    ``file:line in function``, the file by its name only (a result may be committed; a path is this machine's)."""
+    tail = traceback.extract_tb(exc.__traceback__)[-frames:]
+    return " < ".join(f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in reversed(tail))
 
 
 def catch_stop_signals() -> None:

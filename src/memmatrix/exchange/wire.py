@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import requests
 
 from ..common import schemas
-from ..adapterkit import CALL_MS_HEADER, Dispatcher
+from ..adapterkit import CALL_MS_HEADER, Dispatcher, raised_at
 from .loopback import Connection
 from ..common.stats import percentiles
 from .overhead import Ledger
@@ -96,7 +96,8 @@ class HttpEndpoint:
             return body["result"]
         err = body.get("error") if isinstance(body, dict) else None
         if status == 500 and isinstance(err, dict):
-            raise CallError("adapter", f"{op} raised {err.get('type')}: {err.get('message')}")
+            at = f" (at {err['where']})" if err.get("where") else ""
+            raise CallError("adapter", f"{op} raised {err.get('type')}: {err.get('message')}{at}")
         if status == 502 and isinstance(err, dict):
             raise CallError("malformed", str(err.get("message")))
         if status in (400, 404) and isinstance(err, dict):
@@ -165,7 +166,9 @@ class InProcessEndpoint:
             raise CallError("malformed", box["malformed"])
         if "error" in box:
             exc = box["error"]
-            raise CallError("adapter", f"{op} raised {type(exc).__name__}: {str(exc)[:2000]}")
+            at = raised_at(exc)
+            raise CallError("adapter", f"{op} raised {type(exc).__name__}: {str(exc)[:2000]}"
+                            + (f" (at {at})" if at else ""))
         self.system_ms = box["system_ms"]
         return box["result"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -140,7 +141,20 @@ class EmbeddedRuntime(Runtime):
 
     def stop(self) -> None:
         self._halt()
+        self._keep_log()
         super().stop()
+
+    def _keep_log(self) -> None:
+        """A log holding a traceback (a call raised inside the adapter) outlives the scratch folder: it is copied
+        under the cache's logs/ and its path said, since the result records only the traceback's last frames."""
+        log = self.log_path
+        if log is None or not log.is_file() or "Traceback (most recent call last)" not in log.read_text(errors="replace"):
+            return
+        kept = self.config.cache_dir / "logs" / f"{self.spec.name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, kept)
+        print(f"memmatrix: a call raised inside the adapter for {self.spec.name}; its log, with each traceback: "
+              f"{kept}", file=sys.stderr, flush=True)
 
     def _halt(self) -> None:
         with self.system_time():
