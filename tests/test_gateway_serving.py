@@ -1,5 +1,6 @@
 """The gateway serves what the official openai client sends: streamed chat completions (text and tool calls,
-usage on request), token-array embedding input, and models.retrieve; each recorded like any call.
+usage on request), streamed Responses API answers (typed events), token-array embedding input, and
+models.retrieve; each recorded like any call.
 Raw HTTP, read the way the openai client reads it (SSE lines, deltas merged by index)."""
 
 from __future__ import annotations
@@ -127,6 +128,47 @@ def test_models_are_listed_and_retrieved_and_recorded(gw):
     assert gw.recorder.cost()["total"]["llm_calls"] == 0  # a look-up is no model call
 
 
-def test_the_responses_api_is_not_streamed_and_says_so(gw):
-    r = requests.post(f"{gw.url}/responses", json={"model": "m", "input": "hi", "stream": True})
-    assert r.status_code == 400 and "stream=false" in r.json()["error"]["message"]
+def typed_events(r: requests.Response) -> list:
+    """A Responses API stream: each event an ``event:`` line naming its type, then its ``data:``."""
+    assert r.status_code == 200 and r.headers["Content-Type"] == "text/event-stream"
+    out = []
+    for block in filter(None, r.text.split("\n\n")):
+        event, data = block.split("\n")
+        assert event.startswith("event: ") and data.startswith("data: ")
+        out.append(json.loads(data[len("data: "):]))
+        assert out[-1]["type"] == event[len("event: "):]
+    return out
+
+
+@pytest.mark.parametrize("body", [TEXT, TOOLS], ids=["text", "tool-calls"])
+def test_a_streamed_response_is_the_response_as_typed_events(gw, body):
+    req = {"model": "m", "input": body["messages"], **({"tools": body["tools"]} if "tools" in body else {})}
+    whole = requests.post(f"{gw.url}/responses", json=req).json()
+    got = typed_events(requests.post(f"{gw.url}/responses", json={**req, "stream": True}))
+    assert [e["sequence_number"] for e in got] == list(range(len(got)))
+    assert got[0]["type"] == "response.created" and got[0]["response"]["output"] == []
+    assert got[-1]["type"] == "response.completed"
+    final = got[-1]["response"]
+    assert [i["type"] for i in final["output"]] == [i["type"] for i in whole["output"]]
+    assert [e["item"] for e in got if e["type"] == "response.output_item.done"] == final["output"]
+    if body is TOOLS:
+        [call] = final["output"]
+        assert call["name"] == "archival_memory_insert" and json.loads(call["arguments"]) == {"content": FACT}
+        assert [e["delta"] for e in got if e["type"] == "response.function_call_arguments.delta"] == [call["arguments"]]
+    else:
+        text = "".join(e["delta"] for e in got if e["type"] == "response.output_text.delta")
+        assert json.loads(text)["verdict"] == "unqualified" and text == whole["output"][0]["content"][0]["text"]
+    streamed = [r for r in gw.recorder.ordered() if r["request"].get("stream")]
+    assert len(streamed) == 1 and streamed[0]["response"] == final  # recorded once, whole
+
+
+def test_a_streamed_proxy_response_asks_the_upstream_for_one_answer():
+    with Gateway(GatewaySettings(), [CASES]) as upstream:
+        proxy = GatewaySettings(mode="proxy", upstream_url=upstream.url, upstream_model="memmatrix-oracle")
+        with Gateway(proxy, []) as gw:
+            got = typed_events(requests.post(f"{gw.url}/responses",
+                                             json={"model": "m", "input": TEXT["messages"], "stream": True}))
+            text = "".join(e["delta"] for e in got if e["type"] == "response.output_text.delta")
+            assert json.loads(text)["verdict"] == "unqualified" and got[-1]["type"] == "response.completed"
+        sent = [r["request"] for r in upstream.recorder.ordered()]
+        assert len(sent) == 1 and "stream" not in sent[0]

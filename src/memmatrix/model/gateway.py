@@ -26,7 +26,8 @@ from .embed import encode_base64, make_embedder
 from .gold import GoldIndex
 from .oracle import Oracle
 from .record import ModelRecorder
-from .serving import (TOKEN_RENDERING, BadRequest, EventStream, completion_events, embedding_inputs, include_usage, models_answer, unstreamed)
+from .serving import (TOKEN_RENDERING, BadRequest, EventStream, completion_events, embedding_inputs, include_usage, models_answer,
+                      response_events, unstreamed)
 from .settings import STALL_S, GatewaySettings
 from .upstream import Replay, ReplayMiss, UpstreamError, forward, normalize_request
 
@@ -190,7 +191,9 @@ class Gateway:
         if status == 200 and "response" not in record:
             record["response"] = response
         self.recorder.add(record, (time.perf_counter() - t0) * 1000)
-        if status == 200 and kind == "chat" and body.get("stream") is True:  # recorded whole, sent as chunks
+        if status == 200 and kind == "chat" and body.get("stream") is True:  # recorded whole, sent as events
+            if path.endswith("/responses"):
+                return status, response_events(response)
             return status, completion_events(response, include_usage(body))
         return status, response
 
@@ -219,9 +222,6 @@ class Gateway:
             raise BadRequest("'messages' must be a non-empty list")
         if path.endswith("/responses") and not body.get("input"):
             raise BadRequest("'input' is required")
-        if body.get("stream") and path.endswith("/responses"):
-            raise BadRequest("the memmatrix gateway streams /v1/chat/completions only; send stream=false to "
-                             "/v1/responses")
         if self.settings.mode != "oracle":
             response = self._elsewhere(path, body)
             usage = response.get("usage") or {}

@@ -7,7 +7,8 @@ and is counted (``matched`` false in the model transcript, ``unmatched`` in the 
 
 Dialects are tried in order and the first that matches answers: memmatrix's own (the judge,
 then the extractor), then the run's system's (its ``oracle.py``, see ``dialectsource``), then
-the empty answer.
+the empty answer. An answer the oracle did not match still keeps what the API promises a client
+(``contract``): a forced tool is called, a strict JSON schema is met, with the least value it accepts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..common.canon import sha256_json
+from .contract import honour
 from .dialects import memmatrix
 from .dialects.common import Reply, all_text, schema_name, tool_names
 from .gold import GoldIndex
@@ -43,7 +45,7 @@ class Oracle:
 
     def chat(self, request: dict) -> Reply:
         reply = next((d.answer(request, self.gold) for d in self.dialects if d.match(request)), None)
-        reply = reply or empty_answer(request)
+        reply = honour(request, reply or empty_answer(request))
         imperfect = self.gold.imperfection
         if imperfect is None:
             return reply

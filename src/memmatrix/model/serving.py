@@ -5,6 +5,10 @@ systems built on it) send and expect.
   ``chat.completion.chunk`` per delta (role, content, each tool call's name then its arguments, the
   finish reason), a usage chunk when ``stream_options.include_usage`` asks for it, then ``data: [DONE]``.
   The model transcript records the whole answer, as for any call.
+- ``stream: true`` on the Responses API: the response as its typed server-sent events (``event:`` and
+  ``data:`` lines, each with ``type`` and ``sequence_number``): ``response.created`` and
+  ``response.in_progress``, each output item added, its text or arguments as one delta and done, the item
+  done, then ``response.completed``; what ``client.responses.stream(...)`` accumulates into the response.
 - token-array embedding input (a list of token ids, or a list of such lists, as LangChain sends by
   default): without the tokenizer the ids cannot be decoded, so the oracle embeds a stable text
   rendering of them (``TOKEN_RENDERING``), and the model transcript says so.
@@ -66,6 +70,49 @@ def completion_events(completion: dict, usage: bool) -> EventStream:
     if usage:
         events.append({**base, "choices": [], "usage": completion.get("usage")})
     text = "".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events) + "data: [DONE]\n\n"
+    return EventStream(text.encode())
+
+
+def response_events(response: dict) -> EventStream:
+    """A Responses API ``response`` as the events OpenAI streams for it (``response.completed``, or
+    ``response.incomplete`` / ``response.failed`` for a response an upstream left so)."""
+    events: list[dict] = []
+
+    def emit(kind: str, **fields) -> None:
+        events.append({"type": kind, "sequence_number": len(events), **fields})
+
+    started = {**response, "status": "in_progress", "output": [], "usage": None}
+    emit("response.created", response=started)
+    emit("response.in_progress", response=started)
+    for n, item in enumerate(response.get("output") or []):
+        kind = item.get("type")
+        if kind == "message":
+            emit("response.output_item.added", output_index=n, item={**item, "status": "in_progress", "content": []})
+            for k, part in enumerate(item.get("content") or []):
+                at = {"item_id": item.get("id"), "output_index": n, "content_index": k}
+                if part.get("type") != "output_text":  # a refusal or another part: added and done whole
+                    emit("response.content_part.added", **at, part=part)
+                    emit("response.content_part.done", **at, part=part)
+                    continue
+                text = part.get("text") or ""
+                emit("response.content_part.added", **at, part={**part, "text": ""})
+                if text:
+                    emit("response.output_text.delta", **at, delta=text, logprobs=[])
+                emit("response.output_text.done", **at, text=text, logprobs=[])
+                emit("response.content_part.done", **at, part=part)
+        elif kind == "function_call":
+            emit("response.output_item.added", output_index=n, item={**item, "arguments": "", "status": "in_progress"})
+            at = {"item_id": item.get("id"), "output_index": n}
+            if item.get("arguments"):
+                emit("response.function_call_arguments.delta", **at, delta=item["arguments"])
+            emit("response.function_call_arguments.done", **at, name=item.get("name"),
+                 arguments=item.get("arguments") or "")
+        else:
+            emit("response.output_item.added", output_index=n, item=item)
+        emit("response.output_item.done", output_index=n, item=item)
+    status = response.get("status")
+    emit(f"response.{status if status in ('incomplete', 'failed') else 'completed'}", response=response)
+    text = "".join(f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events)
     return EventStream(text.encode())
 
 

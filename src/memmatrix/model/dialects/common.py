@@ -115,14 +115,24 @@ def chat_completion(request: dict, reply: Reply, rid: str) -> dict:
 
 
 def response_object(request: dict, reply: Reply, rid: str) -> dict:
+    """A Responses API ``response``: a message with the text (when there is text, or nothing else), then one
+    ``function_call`` item per tool call."""
     text = reply.content or ""
-    pin, pout = approx_tokens(all_text(request)), approx_tokens(text)
+    output = [{"type": "message", "id": f"msg_{rid}", "status": "completed", "role": "assistant",
+               "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]}] \
+        if text or not reply.tool_calls else []
+    output += [{"type": "function_call", "id": f"fc_{rid}_{i}", "call_id": c["id"], "name": c["function"]["name"],
+                "arguments": c["function"]["arguments"], "status": "completed"} for i, c in enumerate(reply.tool_calls)]
+    out_text = text + "".join(c["function"]["arguments"] for c in reply.tool_calls)
+    pin, pout = approx_tokens(all_text(request)), approx_tokens(out_text)
+    tools = request.get("tools")
     return {"id": f"resp_{rid}", "object": "response", "created_at": 0, "status": "completed",
             "model": request.get("model", ""), "error": None, "incomplete_details": None,
-            "instructions": request.get("instructions"), "metadata": {}, "parallel_tool_calls": False,
-            "temperature": request.get("temperature"), "tool_choice": "auto", "tools": [], "top_p": None,
-            "output": [{"type": "message", "id": f"msg_{rid}", "status": "completed", "role": "assistant",
-                        "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+            "instructions": request.get("instructions"), "metadata": {},
+            "parallel_tool_calls": request.get("parallel_tool_calls", True) is not False,
+            "temperature": request.get("temperature"), "tool_choice": request.get("tool_choice", "auto"),
+            "tools": tools if isinstance(tools, list) else [], "top_p": None, "output": output,
+            "text": request["text"] if isinstance(request.get("text"), dict) else {"format": {"type": "text"}},
             "usage": {"input_tokens": pin, "output_tokens": pout, "total_tokens": pin + pout,
                       "input_tokens_details": {"cached_tokens": 0},
                       "output_tokens_details": {"reasoning_tokens": 0}}}
