@@ -55,3 +55,45 @@ def test_keys_behave_as_a_dict_otherwise():
         {}["k"]
     except KeyError as exc:
         assert raised_at(exc).startswith("test_error_messages.py:")
+
+
+def test_an_exception_inside_a_system_dialect_names_the_dialect_its_file_and_line(tmp_path):
+    from memmatrix.model.dialectsource import DialectSource, load_dialects
+    from memmatrix.model.gold import GoldIndex
+    from memmatrix.model.oracle import DialectError, Oracle
+    source = "\n".join([
+        "class Pick:",
+        "    name = 'mysys-pick'",
+        "    @staticmethod",
+        "    def match(request):",
+        "        return bool(request.get('tools'))",
+        "    @staticmethod",
+        "    def answer(request, gold):",
+        "        return request['tools'][5]",
+        "DIALECTS = (Pick,)",
+    ])
+    dialects = load_dialects(DialectSource("mysys", "oracle.py", "DIALECTS", source, "systems/mysys/oracle.py"))
+    oracle = Oracle(GoldIndex([]), dialects)
+    with pytest.raises(DialectError) as err:
+        oracle.chat({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function",
+                                                                                "function": {"name": "t"}}]})
+    text = str(err.value)
+    assert text.startswith("dialect 'mysys-pick' (Pick.answer) raised IndexError: list index out of range at "
+                           "mysys/oracle.py:8 in answer"), text
+    assert "fix the dialect" in text
+    assert oracle.chat({"messages": [{"role": "user", "content": "hi"}]}).matched is False  # no match: no call
+
+
+def test_the_gateway_answers_a_broken_dialect_with_an_error_naming_it(tmp_path):
+    import requests
+    from memmatrix.model import Gateway, GatewaySettings
+    from memmatrix.model.dialectsource import DialectSource
+    source = ("class Pick:\n    name = 'mysys-pick'\n    match = staticmethod(lambda request: True)\n"
+              "    answer = staticmethod(lambda request, gold: {}['missing'])\nDIALECTS = (Pick,)\n")
+    with Gateway(GatewaySettings(), [{"cases": []}], DialectSource("mysys", "oracle.py", "DIALECTS", source)) as gw:
+        r = requests.post(f"{gw.url}/chat/completions", json={"model": "m", "messages": [{"role": "user",
+                                                                                          "content": "hi"}]})
+    assert r.status_code == 500
+    message = r.json()["error"]["message"]
+    assert message.startswith("oracle failed: dialect 'mysys-pick' (Pick.answer) raised KeyError: 'missing' at "
+                              "mysys/oracle.py:4 in <lambda>"), message

@@ -24,7 +24,7 @@ from .dialects.common import Reply, approx_tokens, chat_completion, response_obj
 from .dialectsource import DialectSource, load_dialects
 from .embed import encode_base64, make_embedder
 from .gold import GoldIndex
-from .oracle import Oracle
+from .oracle import DialectError, Oracle
 from .record import ModelRecorder
 from .serving import (TOKEN_RENDERING, BadRequest, EventStream, completion_events, embedding_inputs, include_usage, models_answer,
                       response_events, unstreamed)
@@ -185,8 +185,9 @@ class Gateway:
             self.upstream["first_error"] = self.upstream["first_error"] or str(exc)[:500]
             meta = {"error": str(exc)[:2000], "error_kind": "replay_miss" if isinstance(exc, ReplayMiss) else "upstream"}
         except Exception as exc:  # a dialect that breaks is surfaced, never papered over
-            status, response, meta = 500, _error(f"oracle failed: {type(exc).__name__}: {exc}", "server_error"), \
-                {"error": f"{type(exc).__name__}: {exc}", "error_kind": "gateway"}
+            said = str(exc) if isinstance(exc, DialectError) else f"{type(exc).__name__}: {exc}"
+            status, response, meta = 500, _error(f"oracle failed: {said}", "server_error"), \
+                {"error": said, "error_kind": "gateway"}
         record = {"endpoint": path, "kind": kind, "request": normalize_request(body), "status": status, **meta}
         if status == 200 and "response" not in record:
             record["response"] = response

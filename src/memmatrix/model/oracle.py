@@ -13,6 +13,7 @@ the empty answer. An answer the oracle did not match still keeps what the API pr
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import replace
 
 from ..common.canon import sha256_json
@@ -36,6 +37,33 @@ def empty_answer(request: dict) -> Reply:
     return Reply("unmatched", False, content="{}" if wants_json else "")
 
 
+class DialectError(Exception):
+    """A dialect that raised: its name, the method, and the file and line inside the dialect's module (a bug there,
+    never the system's), so the message a system passes on points at the fix."""
+
+    def __init__(self, dialect, method: str, exc: BaseException):
+        frames = traceback.extract_tb(exc.__traceback__)[1:]  # past _ask: the dialect's call, innermost last
+        code = getattr(getattr(dialect, method, None), "__code__", None)
+        own = [f for f in frames if code is not None and f.filename == code.co_filename]
+        where = [f for f in (own[-1:] + frames[-1:]) if f]  # the dialect's line, then the innermost if elsewhere
+        said = " < ".join(dict.fromkeys(f"{_short(f.filename)}:{f.lineno} in {f.name}" for f in where))
+        super().__init__(f"dialect {getattr(dialect, 'name', dialect.__name__)!r} ({dialect.__name__}.{method}) raised "
+                         f"{type(exc).__name__}: {exc}" + (f" at {said}" if said else "")
+                         + "; fix the dialect, or make its match() refuse this request")
+
+
+def _short(filename: str) -> str:
+    """A system's module is compiled as '<system>/<file>' (dialectsource); memmatrix's own files by their name."""
+    return filename if not filename.startswith("/") else filename.rsplit("/", 1)[-1]
+
+
+def _ask(dialect, method: str, *args):
+    try:
+        return getattr(dialect, method)(*args)
+    except Exception as exc:
+        raise DialectError(dialect, method, exc) from exc
+
+
 class Oracle:
     version = ORACLE_VERSION
 
@@ -44,7 +72,7 @@ class Oracle:
         self.dialects = (*GENERIC, *dialects)
 
     def chat(self, request: dict) -> Reply:
-        reply = next((d.answer(request, self.gold) for d in self.dialects if d.match(request)), None)
+        reply = next((_ask(d, "answer", request, self.gold) for d in self.dialects if _ask(d, "match", request)), None)
         reply = honour(request, reply or empty_answer(request))
         imperfect = self.gold.imperfection
         if imperfect is None:
