@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .commands import (cmd_action, cmd_attest, cmd_bisect, cmd_cases_generate, cmd_changelog, cmd_check_cases,
+                       cmd_check_system,
                        cmd_claims, cmd_diff, cmd_docs, cmd_estimate, cmd_merge, cmd_model, cmd_nightly, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report,
                        cmd_rescore, cmd_sweep, cmd_systems, cmd_timeline)
 from .common.config import Config
@@ -368,6 +369,9 @@ def parser() -> argparse.ArgumentParser:
                          f"({', '.join(main_job_protocols())})")
     pl.add_argument("--runtime", action="append", metavar="NAMES", help="runtimes (default: embedded)")
     pl.add_argument("--every-version", action="store_true", help="every pinned version, not only the default")
+    pl.add_argument("--skip-unchanged", metavar="RESULTS",
+                    help="leave out entries whose inputs (system folder, lock, case file, protocol, model, options) "
+                         "are those of their committed result under RESULTS; each entry's decision on stderr")
     pl.set_defaults(func=cmd_plan)
 
     mg = sub.add_parser("merge", help="verify the results of several jobs (downloaded artifacts) and merge them")
@@ -403,6 +407,23 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("file", metavar="FILE", help="the case file (cases/<protocol>/<version>.json or your own)")
     c.add_argument("--protocol", metavar="NAME", help="the protocol the file is for (default: the one the file names)")
     c.set_defaults(func=cmd_check_cases)
+
+    cs = sub.add_parser("check-system", help="a contributor's quick check of one system folder: system.yaml, its "
+                        "lock, its oracle dialects on recorded requests, one case of each protocol run and verified; "
+                        "exit 1 when a check failed")
+    cs.add_argument("system", metavar="NAME[@VERSION]",
+                    help="a folder under systems/ (or a MEMMATRIX_SYSTEMS root), at its default version or VERSION")
+    cs.add_argument("--protocol", action="append", default=None, metavar="NAME",
+                    help="run only this protocol's case; repeatable; default: the main job's, as `run` "
+                         f"({', '.join(main_job_protocols())})")
+    cs.add_argument("--runtime", default="embedded", choices=RUNTIMES,
+                    help="where the adapter runs for the run checks (default: embedded)")
+    cs.add_argument("--keep", metavar="DIR", help="keep the one-case files (DIR/cases) and the results "
+                    "(DIR/results) in DIR; `MEMMATRIX_PRIVATE_CASES=DIR/cases memmatrix verify DIR/results` verifies "
+                    "them again (default: a temporary folder, removed when the run passed, named when it failed)")
+    cs.add_argument("--static", action="store_true",
+                    help="only the checks that run nothing: system.yaml, the lock and the oracle module")
+    cs.set_defaults(func=cmd_check_system)
 
     g = sub.add_parser("cases", help="case sets generated from a versioned spec (cases/specs/)")
     gsub = g.add_subparsers(dest="cases_command", required=True, metavar="ACTION")

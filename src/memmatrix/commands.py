@@ -180,6 +180,22 @@ def cmd_plan(ns: argparse.Namespace, config: Config) -> int:
     import json
     from .ci.matrix import plan
     entries = plan(config, ns.system, ns.protocol, ns.runtime, every_version=ns.every_version)
+    if ns.skip_unchanged:
+        from .ci.unchanged import changed_inputs
+        results, kept = Path(ns.skip_unchanged), []
+        if not results.is_dir():
+            raise ConfigError(f"--skip-unchanged {results}: not a folder; give the committed results folder")
+        for e in entries:
+            changed, path, inputs = changed_inputs(config, e, results)
+            label = f"{e['system']} {e['protocol']} {e['runtime']}"
+            if changed:
+                kept.append(e)
+                why = "no committed result" if not path.is_file() else f"changed: {', '.join(changed)}"
+                print(f"memmatrix plan: run  {label} ({why})", file=sys.stderr)
+            else:
+                print(f"memmatrix plan: skip {label} (inputs unchanged since {path.parent.as_posix()}: "
+                      "re-verified, not re-run)", file=sys.stderr)
+        entries = kept
     print(json.dumps({"include": entries}, separators=(",", ":")))
     return 0
 
@@ -316,6 +332,12 @@ def cmd_docs(ns: argparse.Namespace, config: Config) -> int:
     for page in changed:
         print(f"{'stale' if ns.check else 'wrote'} {page.relative_to(config.home)}")
     return 1 if changed and ns.check else 0
+
+
+def cmd_check_system(ns: argparse.Namespace, config: Config) -> int:
+    from .ci.checksystem import check_system
+    return check_system(ns.system, config, protocols=ns.protocol, runtime=ns.runtime,
+                        keep=Path(ns.keep) if ns.keep else None, run=not ns.static)
 
 
 def cmd_changelog(ns: argparse.Namespace, config: Config) -> int:
