@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..common.errors import ConfigError
+from ..common.releases import version_key
 from ..common.schemas import errors as schema_errors
 from ..evidence.verify import find_results, load_result
 
@@ -79,21 +80,13 @@ def _series(nights: list[dict]) -> dict[str, dict[str, tuple[int, int, int]]]:
         newest: dict[tuple, dict] = {}
         for r in n["runs"]:
             k = (r["system"], r["protocol"], r["cases"], r["runtime"], r["model"])
-            if k not in newest or _version(r["version"]) > _version(newest[k]["version"]):
+            if k not in newest or version_key(r["version"]) > version_key(newest[k]["version"]):
                 newest[k] = r
         for (system, protocol, cases, runtime, model), r in newest.items():
             bad = r["cells"]["FAIL"] + r["cells"]["ERROR"]
             out.setdefault(f"{system} · {protocol} {cases} · {runtime} · {model}", {})[n["date"]] = (bad, sum(r["cells"].values()),
                                                                                   r["tokens"])
     return out
-
-
-def _version(text: str):
-    from packaging.version import InvalidVersion, Version
-    try:
-        return (1, Version(text))
-    except InvalidVersion:
-        return (0, text)
 
 
 def table(nights: list[dict]) -> str:
