@@ -28,24 +28,31 @@ BUDGET = {"size MB": 100, "wall s": 30, "peak MB": 500}
 def build(paths: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "site"
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "memmatrix", "report", *paths, "--html", str(out)],
-                                 stderr=subprocess.DEVNULL)
-        tree_peak = 0
-        while child.poll() is None:
-            tree_peak = max(tree_peak, _tree_pss(child.pid))
-            time.sleep(0.1)
-        wall = time.perf_counter() - start
-        if child.returncode:
-            raise SystemExit(f"the build failed (exit {child.returncode})")
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        figures = measured(["report", *paths, "--html", str(out)])
         files = [p for p in out.rglob("*") if p.is_file()]
         return {"pages": sum(p.suffix == ".html" for p in files),
-                "size MB": round(sum(p.stat().st_size for p in files) / 1e6, 1),
-                "wall s": round(wall, 1),
-                "cpu s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
-                "peak MB": round(tree_peak / 1024) if tree_peak else round(after.ru_maxrss / 1024)}
+                "size MB": round(sum(p.stat().st_size for p in files) / 1e6, 1), **figures}
+
+
+def measured(argv: list[str]) -> dict:
+    """``memmatrix ARGV`` in a child process: its wall and CPU time and the peak memory of its process tree
+    (benchmarks/growth.py measures its steps with this too). Exits naming the command when it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-m", "memmatrix", *argv], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    tree_peak = 0
+    while child.poll() is None:
+        tree_peak = max(tree_peak, _tree_pss(child.pid))
+        time.sleep(0.1)
+    wall = time.perf_counter() - start
+    err = child.stderr.read().decode(errors="replace")
+    if child.returncode:
+        raise SystemExit(f"memmatrix {' '.join(argv)} failed (exit {child.returncode}): {err[-500:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"wall s": round(wall, 1),
+            "cpu s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
+            "peak MB": round(tree_peak / 1024) if tree_peak else round(after.ru_maxrss / 1024)}
 
 
 def _tree_pss(pid: int) -> int:

@@ -104,9 +104,27 @@ def tokens(text: str) -> list[str]:
     return list(token_tuple(text))
 
 
-@functools.lru_cache(maxsize=8192)
 def token_tuple(text: str) -> tuple[str, ...]:
-    """``tokens`` as a tuple, remembered: a run matches the same answers against many needles."""
+    """``tokens`` as a tuple, remembered: a run matches the same answers against many needles. A short text is one of
+    the last 2,048 remembered (a case's answers), a long one (a whole store handed over) one of the last two, its tokens each kept once, so
+    what is remembered stays a few megabytes however long the texts and however many cases."""
+    if len(text) <= LONG_TEXT:
+        return _short_tuple(text)
+    got = _LONG.get(text)
+    if got is None:
+        one = {}.setdefault  # a store's text repeats its words: each distinct token kept once
+        got = _LONG[text] = tuple([one(t, t) for t in _TOKEN.findall(fold(text))])
+        while len(_LONG) > 2:
+            del _LONG[next(iter(_LONG))]
+    return got
+
+
+LONG_TEXT = 2048
+_LONG: dict[str, tuple[str, ...]] = {}
+
+
+@functools.lru_cache(maxsize=2048)
+def _short_tuple(text: str) -> tuple[str, ...]:
     return tuple(_TOKEN.findall(fold(text)))
 
 
@@ -691,10 +709,11 @@ def stop_serving(server: ThreadingHTTPServer) -> None:
 
 
 def serve(cls: type, host: str, port: int, runtime_config: dict, port_file: str | None = None,
-          parent_pid: int | None = None) -> None:
+          parent_pid: int | None = None, ready_fd: int | None = None) -> None:
     """Serve ``cls`` until POST /shutdown, SIGTERM/SIGINT, or, given ``parent_pid``, until this process
     stops being that process's child (the harness died). Then close the adapter and stop every
-    descendant. Writes the bound port to ``port_file``."""
+    descendant. Writes the bound port to ``port_file``, and ``"<port> <wire version>"`` to ``ready_fd``
+    (then closes it): the harness waits on that pipe instead of polling for the file."""
     catch_stop_signals()
     dispatcher = Dispatcher(cls, runtime_config)
     stop = threading.Event()
@@ -705,6 +724,9 @@ def serve(cls: type, host: str, port: int, runtime_config: dict, port_file: str 
         tmp = f"{port_file}.tmp"
         Path(tmp).write_text(str(bound))
         os.replace(tmp, port_file)
+    if ready_fd is not None:
+        os.write(ready_fd, f"{bound} {WIRE_VERSION}\n".encode())
+        os.close(ready_fd)
     print(f"memmatrix adapter {cls.__name__} listening on {host}:{bound}", flush=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True)
     thread.start()
@@ -735,6 +757,26 @@ def _exit_within(seconds: float) -> None:
     threading.Thread(target=later, daemon=True, name="memmatrix-exit").start()
 
 
+def _read_line(fd: int) -> bytes:
+    """One line from ``fd`` (b"" at EOF), unbuffered: nothing past it is consumed."""
+    line = b""
+    while not line.endswith(b"\n"):
+        try:
+            got = os.read(fd, 1)
+        except OSError:
+            return b""
+        if not got:
+            return line
+        line += got
+    return line
+
+
+#: ``python -c BOOT adapterkit.py ARGS``: this file imported as the module ``adapterkit``, so its compiled code is
+#: read from ``__pycache__`` (a script given by path is compiled again on every start), then ``main(ARGS)``.
+BOOT = ("import importlib.util as u,sys;p=sys.argv.pop(1);sys.argv[0]=p;s=u.spec_from_file_location('adapterkit',p);"
+        "m=u.module_from_spec(s);sys.modules['adapterkit']=m;s.loader.exec_module(m);sys.exit(m.main(sys.argv[1:]))")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve a memmatrix adapter over JSON-over-HTTP.")
     parser.add_argument("--adapter", required=True, help="path/to/adapter.py:ClassName")
@@ -745,12 +787,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runtime-config", default=os.environ.get("MEMMATRIX_RUNTIME_CONFIG") or "{}",
                         help="JSON merged into the adapter config (runtime-specific, never in transcripts)")
     parser.add_argument("--parent-pid", type=int,
-                        help="stop (and stop every descendant) once this process is no longer the parent")
+                        help="stop (and stop every descendant) once this process is no longer the parent; "
+                             "SIGTERM when the parent dies (Linux)")
+    parser.add_argument("--ready-fd", type=int, help="write '<port> <wire version>' to this descriptor once listening")
+    parser.add_argument("--wait-go", action="store_true",
+                        help="load the adapter only after a line 'go' on stdin (EOF instead: exit): a server "
+                             "started ahead of a restart, whose system's code runs only once the old one is gone")
     ns = parser.parse_args(argv)
     catch_stop_signals()  # before the adapter's import, which can take seconds
+    if ns.parent_pid is not None and prctl(PR_SET_PDEATHSIG, signal.SIGTERM) and os.getppid() != ns.parent_pid:
+        return 1  # the harness died before the call: the signal will never come
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     atexit.register(stop_descendants, 1.0)  # registered first, so it runs after the adapter's own handlers
     sys.modules.setdefault("adapterkit", sys.modules[__name__])  # adapters may `import adapterkit`
+    if ns.wait_go:
+        if not _read_line(0).startswith(b"go"):
+            return 0  # not wanted after all (the run ended, or the harness is gone)
+        null = os.open(os.devnull, os.O_RDONLY)  # the adapter's stdin is /dev/null, as when started directly
+        os.dup2(null, 0)
+        os.close(null)
     try:
         cls = load_adapter_class(ns.adapter)
         runtime = json.loads(ns.runtime_config)
@@ -759,7 +814,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     Path(ns.data_dir).mkdir(parents=True, exist_ok=True)
     serve(cls, ns.host, ns.port, {**runtime, "data_dir": str(Path(ns.data_dir).resolve())}, ns.port_file,
-          ns.parent_pid)
+          ns.parent_pid, ns.ready_fd)
     _exit_within(EXIT_GRACE_S)
     return 0
 

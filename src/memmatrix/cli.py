@@ -18,7 +18,7 @@ from .commands import (cmd_action, cmd_attest, cmd_bisect, cmd_cases_generate, c
                        cmd_claims, cmd_diff, cmd_docs, cmd_estimate, cmd_merge, cmd_model, cmd_nightly, cmd_plan, cmd_plots, cmd_private, cmd_repack, cmd_report,
                        cmd_rescore, cmd_sweep, cmd_systems, cmd_timeline)
 from .common.config import Config
-from .common.errors import MemmatrixError
+from .common.errors import ConfigError, MemmatrixError
 from .protocols import main_job_protocols, protocol_names
 from .runtimes import RUNTIMES
 
@@ -146,7 +146,9 @@ def _closing(config: Config, out: Path, wrote: list[Path]) -> None:
 
 
 def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
-    from .evidence.verify import find_results, verify_result
+    from .evidence.verify import find_results, verify_all
+    if ns.jobs < 1 or ns.cache < 0:
+        raise ConfigError(f"--jobs {ns.jobs} --cache {ns.cache}: --jobs must be at least 1 and --cache at least 0")
     attest = None
     if ns.attested_by:
         from .evidence.attest import _sigstore, check_identity_spec
@@ -155,9 +157,8 @@ def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
     bad = 0
     from .result.history import find_histories
     histories = find_histories([Path(p) for p in ns.paths])
-    for path in find_results([Path(p) for p in ns.paths], allow_none=bool(histories)):
-        remarks: list[str] = []
-        problems = verify_result(path, config, remarks)
+    for path, problems, remarks in verify_all(find_results([Path(p) for p in ns.paths], allow_none=bool(histories)),
+                                              config, ns.jobs, ns.cache):
         signed = ""
         if ns.attested_by or (path.parent / "attestation.sigstore.json").is_file():
             from .evidence.attest import ATTESTED, attestation, page_status
@@ -258,6 +259,12 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--attested-by", metavar="OWNER/REPO/.github/workflows/FILE",
                    help="refuse every result not signed by this workflow (its attestation.sigstore.json, checked "
                         "offline with sigstore-python); without it, a valid signature's identity is only reported")
+    v.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="verify in N processes, one system's results in one process (they share the oracle's "
+                        "answers); the output is in the same order whatever N is")
+    v.add_argument("--cache", type=int, default=20_000, metavar="N",
+                   help="oracle replies kept for requests asked again by another result of the same system and case "
+                        "file (0: ask the oracle for every request; the growth benchmark's setting)")
     v.set_defaults(func=cmd_verify)
 
     at = sub.add_parser("attest", help="place a workflow's attestation bundle beside every result it signs")
@@ -372,6 +379,9 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("--skip-unchanged", metavar="RESULTS",
                     help="leave out entries whose inputs (system folder, lock, case file, protocol, model, options) "
                          "are those of their committed result under RESULTS; each entry's decision on stderr")
+    pl.add_argument("--max-jobs", type=int, metavar="N",
+                    help="at most N entries (GitHub Actions allows 256 jobs per matrix): over it, each system "
+                         "version's protocols run in one job; still over it is an error")
     pl.set_defaults(func=cmd_plan)
 
     mg = sub.add_parser("merge", help="verify the results of several jobs (downloaded artifacts) and merge them")

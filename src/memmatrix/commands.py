@@ -196,6 +196,13 @@ def cmd_plan(ns: argparse.Namespace, config: Config) -> int:
                 print(f"memmatrix plan: skip {label} (inputs unchanged since {path.parent.as_posix()}: "
                       "re-verified, not re-run)", file=sys.stderr)
         entries = kept
+    if ns.max_jobs is not None:
+        from .ci.matrix import fit_jobs
+        fitted = fit_jobs(entries, ns.max_jobs)
+        if len(fitted) < len(entries):
+            print(f"memmatrix plan: {len(entries)} entries over --max-jobs {ns.max_jobs}: each system version's "
+                  f"protocols run in one job ({len(fitted)} jobs)", file=sys.stderr)
+        entries = fitted
     print(json.dumps({"include": entries}, separators=(",", ":")))
     return 0
 

@@ -73,6 +73,29 @@ def plan(config: Config, systems: list[str], protocols: list[str], runtimes: lis
     return entries
 
 
+#: jobs one workflow run's matrix may generate (GitHub Actions)
+GITHUB_MATRIX_LIMIT = 256
+
+
+def fit_jobs(entries: list[dict], limit: int) -> list[dict]:
+    """At most ``limit`` entries: over it, the entries of one system version and runtime become one job running
+    their protocols in turn (``protocol`` then names them, comma-separated, as ``run --protocol`` takes them). Still
+    over it is an error naming how many jobs are left and what to narrow."""
+    if len(entries) <= limit:
+        return entries
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for e in entries:
+        grouped.setdefault((e["system"], e["runtime"]), []).append(e["protocol"])
+    out = [{"system": system, "protocol": ",".join(protocols), "runtime": runtime,
+            "artifact": artifact_name(system, "+".join(protocols), runtime)}
+           for (system, runtime), protocols in grouped.items()]
+    if len(out) > limit:
+        raise ConfigError(f"the plan needs {len(out)} jobs even with each system version's protocols in one job, over "
+                          f"--max-jobs {limit}: plan fewer systems or versions per workflow run (--system), or split "
+                          "the night into several workflow runs")
+    return out
+
+
 def _relative(run: Path) -> Path:
     """A run folder's place in a results tree: <protocol>/<system>/<version>/<setup>."""
     parts = run.parts[-4:]

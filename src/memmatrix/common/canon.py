@@ -113,9 +113,10 @@ def read_text(path: str | os.PathLike) -> str:
         raise _unreadable(path, exc) from None
 
 
-def iter_lines(path: str | os.PathLike, block: int = 1 << 20):
-    """A transcript's lines one at a time (numbered as in its canonical text, split at each newline only), read
-    from the stream a block at a time, so a long transcript is never held whole."""
+def iter_raw_lines(path: str | os.PathLike, block: int = 1 << 20):
+    """A transcript's lines as bytes, one at a time, each with its newline (the last one without, when the text does
+    not end in one), read from the stream a block at a time, so a long transcript is never held whole: hashing the
+    lines as they pass hashes the canonical text."""
     with open(path, "rb") as fh:
         codec = _codec(fh.read(6))
     try:
@@ -125,11 +126,20 @@ def iter_lines(path: str | os.PathLike, block: int = 1 << 20):
                 lines = (rest + chunk).split(b"\n")
                 rest = lines.pop()
                 for line in lines:
-                    yield line.decode("utf-8")
+                    yield line + b"\n"
             if rest:
-                yield rest.decode("utf-8")
-    except Exception as exc:  # OSError, EOFError, lzma.LZMAError, UnicodeDecodeError: one kind of answer
+                yield rest
+    except Exception as exc:  # OSError, EOFError, lzma.LZMAError: one kind of answer
         raise _unreadable(path, exc) from None
+
+
+def iter_lines(path: str | os.PathLike, block: int = 1 << 20):
+    """A transcript's lines one at a time (numbered as in its canonical text, split at each newline only), decoded."""
+    for line in iter_raw_lines(path, block):
+        try:
+            yield line.rstrip(b"\n").decode("utf-8") if line.endswith(b"\n") else line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _unreadable(path, exc) from None
 
 
 def stored_transcript(folder: Path, name: str) -> Path:

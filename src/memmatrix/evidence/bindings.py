@@ -1,7 +1,8 @@
 """What binds a result to its inputs: the run header, the protocol's steps, the case file, the model.
 
-Each check returns problems that name the file and what disagrees. ``verify`` runs them all; an oracle run's
-answers are asked again (``reask``).
+Each check returns problems that name the file and what disagrees. ``verify`` runs them all; the checks that
+read whole records (each case against the case file's, an oracle run's answers asked again: ``reask``) run while
+the transcripts are read (``stream``) and their problems are passed in.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from ..common.canon import canonical, sha256_file
 from ..common.config import Config
 from ..model import ORACLE_VERSION
 from ..protocols import EvalProtocol, protocol_names
-from .reask import reask
-from ..protocols.scoring import by_case
 
 
 def check_bindings(path: Path, result: dict, records: list[dict], model_records: list[dict],
-                   protocol: EvalProtocol, caps: dict, config: Config) -> list[str]:
+                   protocol: EvalProtocol, caps: dict, config: Config, cases: list[str],
+                   reasked: list[str]) -> list[str]:
+    """``records``: the transcript (slim records are enough), ``model_records`` likewise; ``cases`` and ``reasked``:
+    the problems ``CaseCheck`` and ``reask.Reask`` found while the transcripts were read."""
     stamp = result["stamp"]
     return (header_problems(result["transcript"]["file"], records, stamp)
             + ([] if caps == result["capabilities"] else
@@ -26,10 +28,10 @@ def check_bindings(path: Path, result: dict, records: list[dict], model_records:
                [f"the stamp says the adapter declared {stamp['system'].get('declared')}, the transcript records "
                 f"{caps.get('system')}"])
             + step_problems(result["steps"], protocol)
-            + case_problems(records, stamp, protocol, config)
+            + cases
             + model_problems(result.get("model_transcript", {}).get("file", "model transcript"), model_records, stamp)
             + judge_problems(model_records, stamp, config)
-            + reask(stamp, model_records, find_case_file(stamp, config), config)[1]
+            + reasked
             + layout_problems(path, stamp))
 
 
@@ -81,41 +83,55 @@ def find_case_file(stamp: dict, config: Config) -> Path | None:
     return None
 
 
-def case_problems(records: list[dict], stamp: dict, protocol: EvalProtocol, config: Config) -> list[str]:
-    """The transcript holds exactly the case file's cases and ops, in order."""
-    import json
-    ds = stamp["dataset"]
-    found = find_case_file(stamp, config)
-    if found is None:
-        return [f"the case file {ds['path']} (sha256 {ds['sha256'][:16]}…) named by the stamp is not in this checkout "
-                "at that sha256: the transcript cannot be checked against its cases"]
-    data = json.loads(found.read_text(encoding="utf-8"))
-    problems = []
-    if data.get("protocol") != protocol.name or data.get("version") != ds["version"]:
-        problems.append(f"{found.name} is {data.get('protocol')} {data.get('version')}, the stamp says "
-                        f"{protocol.name} {ds['version']}")
-    cases = data.get("cases", [])
-    seen = list(by_case(records))
-    have, want = [h["case"] for h, _ in seen], [c["id"] for c in cases]
-    if have != want:
-        missing = [c for c in want if c not in have]
-        extra = [c for c in have if c not in want]
-        return problems + [f"the transcript holds cases {have}; the case file {found.name} has {want} "
-                           f"(missing {missing}, not in the file {extra})"]
-    for (header, body), case in zip(seen, cases):
+class CaseCheck:
+    """The transcript holds exactly the case file's cases and ops, in order: called with each case as it is read
+    (its position, header and records), then ``problems(seen)`` with the case ids in transcript order."""
+
+    def __init__(self, stamp: dict, protocol: EvalProtocol, found: Path | None) -> None:
+        import json
+        ds = stamp["dataset"]
+        self.found, self.problems_ = found, []
+        self.cases: list[dict] = []
+        if found is None:
+            self.problems_.append(f"the case file {ds['path']} (sha256 {ds['sha256'][:16]}…) named by the stamp is not "
+                                  "in this checkout at that sha256: the transcript cannot be checked against its cases")
+            return
+        data = json.loads(found.read_text(encoding="utf-8"))
+        if data.get("protocol") != protocol.name or data.get("version") != ds["version"]:
+            self.problems_.append(f"{found.name} is {data.get('protocol')} {data.get('version')}, the stamp says "
+                                  f"{protocol.name} {ds['version']}")
+        self.cases = data.get("cases", [])
+        self.per_case: list[str] = []
+
+    def __call__(self, i: int, header: dict, body: list[dict]) -> list[str]:
+        if self.found is None or i >= len(self.cases) or header.get("case") != self.cases[i]["id"]:
+            return []  # the ids are compared at the end
+        case, out = self.cases[i], []
         expect = {"shape": case["shape"], "scopes": case["scopes"], "targets": case["targets"],
                   "recall_k": case.get("recall_k", 10), "ops": len(case["ops"]), "units": case.get("units")}
         for k, v in expect.items():
             if canonical(header.get(k)) != canonical(v):
-                problems.append(f"case {case['id']}: the transcript's {k} differs from the case file's")
+                out.append(f"case {case['id']}: the transcript's {k} differs from the case file's")
         ops = [r for r in body if r.get("kind") == "op"]
         for op in ops:
-            i = op.get("index")
-            if not isinstance(i, int) or i >= len(case["ops"]) or canonical(op.get("spec")) != canonical(case["ops"][i]):
-                problems.append(f"case {case['id']} op {i}: the transcript's op is not the case file's op {i}")
+            n = op.get("index")
+            if not isinstance(n, int) or n >= len(case["ops"]) or canonical(op.get("spec")) != canonical(case["ops"][n]):
+                out.append(f"case {case['id']} op {n}: the transcript's op is not the case file's op {n}")
         if [op.get("index") for op in ops] != list(range(len(ops))):
-            problems.append(f"case {case['id']}: the transcript's ops are not the case file's, in order")
-    return problems
+            out.append(f"case {case['id']}: the transcript's ops are not the case file's, in order")
+        self.per_case += out
+        return out
+
+    def problems(self, seen: list[str]) -> list[str]:
+        if self.found is None:
+            return self.problems_
+        want = [c["id"] for c in self.cases]
+        if seen != want:
+            missing = [c for c in want if c not in seen]
+            extra = [c for c in seen if c not in want]
+            return self.problems_ + [f"the transcript holds cases {seen}; the case file {self.found.name} has {want} "
+                                     f"(missing {missing}, not in the file {extra})"]
+        return self.problems_ + self.per_case
 
 
 def model_problems(file: str, model_records: list[dict], stamp: dict) -> list[str]:

@@ -6,11 +6,18 @@ transcript and compares the answer (content, tool calls, dialect and whether gol
 one. A model transcript edited by hand (an answer that makes a FAIL a PASS, a judge verdict changed) no longer
 matches; nor does a run made with an oracle that has changed since, which is how a change to the oracle shows
 which committed rows it would move. Embedding requests are not re-asked: the embedder is checked by its name.
+
+Requests are re-asked one at a time as the model transcript is read (``Reask`` is called per record). Because the
+answer is a function of those inputs, one ``Answers`` cache serves every result of a ``verify``: per system oracle
+module, case file and ablation, the oracle is built once and the reply to a request seen before (same canonical
+text) is reused — the same system's runs on the same cases at other versions, runtimes or repeats ask many of the
+same requests. It holds at most ``size`` replies, the oldest dropped first.
 """
 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 from ..common.config import Config
@@ -20,6 +27,7 @@ from ..model.dialectsource import load_dialects
 from ..model.gold import GoldIndex
 from ..model.oracle import Oracle
 from ..systems import recorded_system
+from .stream import key_of
 
 
 def oracle_for(stamp: dict, case_file: Path | None, config: Config) -> Oracle:
@@ -38,27 +46,84 @@ def _answer(response: dict) -> object:
     return response.get("choices", response.get("output"))
 
 
-def reask(stamp: dict, model_records: list[dict], case_file: Path | None, config: Config) -> tuple[int, list[str]]:
-    """(requests re-asked, problems): one problem for the answers that differ, the first five named."""
-    chats = [r for r in model_records if r.get("kind") == "chat" and r.get("status") == 200 and "response" in r]
-    if stamp["model"]["mode"] != "oracle" or not chats:
-        return 0, []
-    try:
-        oracle = oracle_for(stamp, case_file, config)
-    except MemmatrixError as exc:
-        return 0, [f"cannot re-ask the oracle: {exc}"]
-    asked, differ = 0, []
-    for rec in chats:
-        asked += 1
+class Answers:
+    """The oracles and their replies, shared by the results of one ``verify`` (see the module's docstring)."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self.oracles: OrderedDict[tuple, Oracle] = OrderedDict()
+        self.replies: OrderedDict[tuple, object] = OrderedDict()
+        self.hits = self.asked = 0
+
+    def oracle(self, stamp: dict, case_file: Path | None, config: Config) -> tuple[tuple, Oracle]:
+        spec = recorded_system(stamp["system"], config) if case_file is not None else None
+        key = (stamp["system"]["name"], str(getattr(spec, "oracle", None)), str(case_file),
+               (stamp["model"].get("oracle_version") or "").partition("+")[2])
+        if key not in self.oracles:
+            self.oracles[key] = oracle_for(stamp, case_file, config)
+            while len(self.oracles) > 8:
+                self.oracles.popitem(last=False)
+        self.oracles.move_to_end(key)
+        return key, self.oracles[key]
+
+    def reply(self, key: tuple, oracle: Oracle, request: dict):
+        self.asked += 1
+        k = (key, key_of(request))
+        if k in self.replies:
+            self.hits += 1
+            self.replies.move_to_end(k)
+            return self.replies[k]
+        reply = self.replies[k] = oracle.chat(request)
+        if len(self.replies) > self.size:
+            self.replies.popitem(last=False)
+        return reply
+
+
+class Reask:
+    """Called with every model transcript record of one result, in order; ``problems()`` at the end."""
+
+    def __init__(self, stamp: dict, case_file: Path | None, config: Config, answers: Answers | None = None) -> None:
+        self.stamp, self.case_file, self.config = stamp, case_file, config
+        self.answers = answers if answers is not None else Answers(size=0)
+        self.on = stamp["model"]["mode"] == "oracle"
+        self.asked, self.differ, self.failed = 0, [], None
+        self.oracle: tuple | None = None
+
+    def __call__(self, rec: dict) -> None:
+        if not self.on or rec.get("kind") != "chat" or rec.get("status") != 200 or "response" not in rec:
+            return
+        if self.oracle is None:
+            try:
+                self.oracle = self.answers.oracle(self.stamp, self.case_file, self.config)
+            except MemmatrixError as exc:
+                self.on, self.failed = False, f"cannot re-ask the oracle: {exc}"
+                return
+        self.asked += 1
         request, recorded = rec["request"], rec["response"]
-        reply = oracle.chat(request)
+        reply = self.answers.reply(*self.oracle, request)
         make = response_object if rec.get("endpoint", "").endswith("/responses") else chat_completion
         rid = str(recorded.get("id", "")).partition("-" if make is chat_completion else "_")[2]
-        answer = make(request, reply, rid)
+        # the choices or output depend on the reply and the id alone: the request is not passed, so its tokens
+        # (the usage, which is not compared) are not counted again
+        answer = make({}, reply, rid)
         if _answer(answer) != _answer(recorded) or reply.dialect != rec.get("dialect") or reply.matched != rec.get("matched"):
-            differ.append(rec.get("seq"))
-    if not differ:
-        return asked, []
-    return asked, [f"{len(differ)} of {asked} oracle answers differ from what the oracle answers today (seq "
-                   f"{differ[:5]}{' …' if len(differ) > 5 else ''}): the model transcript was edited, or the oracle "
-                   "(memmatrix's or the system's oracle module) changed since the run"]
+            self.differ.append(rec.get("seq"))
+
+    def problems(self) -> list[str]:
+        if self.failed:
+            return [self.failed]
+        if not self.differ:
+            return []
+        d, asked = self.differ, self.asked
+        return [f"{len(d)} of {asked} oracle answers differ from what the oracle answers today (seq "
+                f"{d[:5]}{' …' if len(d) > 5 else ''}): the model transcript was edited, or the oracle "
+                "(memmatrix's or the system's oracle module) changed since the run"]
+
+
+def reask(stamp: dict, model_records: list[dict], case_file: Path | None, config: Config) -> tuple[int, list[str]]:
+    """(requests re-asked, problems) for model records already in memory: one problem for the answers that differ,
+    the first five named."""
+    asking = Reask(stamp, case_file, config)
+    for rec in model_records:
+        asking(rec)
+    return asking.asked, asking.problems()

@@ -24,10 +24,10 @@ from ..common.config import Config
 from ..result.costs import derive_costs
 from ..common.errors import ConfigError
 from ..protocols import get_protocol
-from ..protocols.scoring import score_transcript, summarize
+from ..protocols.scoring import recorded_capabilities, summarize
 from ..result.stamp import fingerprint, harness, now_utc, scoring_version
-from ..exchange.transcript import read_lines
-from .verify import _artifact, load_result
+from .stream import Artifact, RunRead
+from .verify import load_result
 
 
 class RescoreRefused(ConfigError):
@@ -61,16 +61,22 @@ def rescore(path: Path, config: Config) -> str:
     before = scoring_version(stamp)
     if before == protocol.version and "costs" in result:
         return f"already scored by {protocol.name} {before}"
-    _, problems = _artifact(path.parent, result["transcript"], "transcript")
-    if problems:
-        raise RescoreRefused(f"{path}: {problems[0]}; a transcript that does not match its result cannot be re-scored")
-    records = read_lines(path.parent / result["transcript"]["file"])
+    run = Artifact(path.parent, result["transcript"], "transcript")
+    try:  # read once, a case at a time (stream.RunRead): scored as it is read, the hash checked at its end
+        reading = RunRead(protocol, lambda i, header, body: []).read(
+            iter(run), lambda: recorded_capabilities(iter(Artifact(path.parent, result["transcript"], "transcript"))))
+    except ValueError as exc:
+        run.problems.append(str(exc))
+    if run.problems:
+        raise RescoreRefused(f"{path}: {run.problems[0]}; a transcript that does not match its result cannot be "
+                             "re-scored")
+    records = reading.slim
     if before == protocol.version:  # the cells are current; only the derived costs are new
-        result["costs"] = derive_costs(records, result["cost"])
+        result["costs"] = derive_costs(records, result["cost"], reading.door)
         check_result(result, config.schemas_dir)
         path.write_text(render_result(result), encoding="utf-8")
         return "costs derived"
-    cases = score_transcript(protocol, records)
+    cases = reading.cases
     moved = _moved(result["cases"], cases)
     why = [w for v, w in sorted(protocol.moves.items(), key=lambda vw: Version(vw[0]))
            if Version(before) < Version(v) <= Version(protocol.version)]
@@ -79,7 +85,7 @@ def rescore(path: Path, config: Config) -> str:
                              f"({'; '.join(moved[:3])}); re-run it with `memmatrix run` instead")
     result["cases"] = cases
     result["steps"] = protocol.step_table()  # a column added to the protocol (no cell of it in these cases)
-    result["costs"] = derive_costs(records, result["cost"])
+    result["costs"] = derive_costs(records, result["cost"], reading.door)
     result["summary"] = summarize(protocol, cases)
     result.pop("measures", None)
     measures = protocol.measures(cases)

@@ -20,16 +20,17 @@ from pathlib import Path
 
 from ..result import derive
 from ..common import schemas
-from .bindings import check_bindings
+from .bindings import CaseCheck, check_bindings, find_case_file
 from ..common.canon import read_text, sha256_bytes
 from ..common.config import Config
 from ..result.costs import derive_costs
 from ..common.errors import ConfigError, MemmatrixError
 from ..protocols import get_protocol
-from ..protocols.scoring import recorded_capabilities, score_transcript, summarize
+from ..protocols.scoring import recorded_capabilities, summarize
 from ..result.stamp import fingerprint, scoring_version
-from ..exchange.transcript import parse_lines
 from .identity import identity_problems
+from .reask import Answers, Reask
+from .stream import Artifact, RunRead, read_model
 
 
 def find_results(paths: list[Path], allow_none: bool = False) -> list[Path]:
@@ -79,9 +80,11 @@ def _artifact(folder: Path, entry: dict, what: str) -> tuple[str | None, list[st
     return text, problems
 
 
-def verify_result(path: Path, config: Config, remarks: list[str] | None = None) -> list[str]:
+def verify_result(path: Path, config: Config, remarks: list[str] | None = None,
+                  answers: Answers | None = None) -> list[str]:
     """Every problem with one run directory; an empty list means it re-derives exactly. What could not be checked
-    (a system folder outside the checkout, no git history) is added to ``remarks``."""
+    (a system folder outside the checkout, no git history) is added to ``remarks``. The transcripts are read once,
+    as streams (``stream``); ``answers`` is the oracle's cache shared by the results of one verify (``reask``)."""
     path = Path(path)
     try:
         result = load_result(path)
@@ -90,31 +93,42 @@ def verify_result(path: Path, config: Config, remarks: list[str] | None = None) 
     problems = schemas.errors(config.schemas_dir, "result", result)
     if problems:
         return [f"does not fit schemas/result.schema.json {p}" for p in problems]
-    text, problems = _artifact(path.parent, result["transcript"], "transcript")
-    if text is None:
-        return problems
-    model_records: list[dict] = []
+    stamp = result["stamp"]
+    run = Artifact(path.parent, result["transcript"], "transcript")
+    model = Artifact(path.parent, result["model_transcript"], "model transcript") \
+        if result.get("model_transcript") is not None else None
     try:
-        if result.get("model_transcript") is not None:
-            mtext, more = _artifact(path.parent, result["model_transcript"], "model transcript")
-            problems += more
-            model_records = parse_lines(mtext or "", result["model_transcript"]["file"])
-        records = parse_lines(text, result["transcript"]["file"])
-        protocol = get_protocol(result["stamp"]["protocol"]["name"])
+        protocol = get_protocol(stamp["protocol"]["name"])
+    except MemmatrixError as exc:
+        return run.drain() + (model.drain() if model else []) + [str(exc)]
+    if protocol.version != scoring_version(stamp):
+        return run.drain() + (model.drain() if model else []) + [
+            f"scored by {protocol.name} protocol {scoring_version(stamp)}; this memmatrix implements "
+            f"{protocol.version}: verify with the memmatrix version in the stamp, or re-derive the "
+            "cells with `memmatrix rescore` (which refuses if any verdict would change)"]
+    if not run.file.is_file():
+        return run.drain()
+    case_file = find_case_file(stamp, config)
+    asking = Reask(stamp, case_file, config, answers)
+    checking = CaseCheck(stamp, protocol, case_file)
+    reading = RunRead(protocol, checking, result["cases"])
+    try:
+        model_records = read_model(model, asking) if model is not None else []
+        reading.read(iter(run), lambda: recorded_capabilities(run_records(run)))
+        records = reading.slim
         caps = recorded_capabilities(records)
     except (MemmatrixError, ValueError, OSError) as exc:
-        return problems + [str(exc)]
-    stamp = result["stamp"]
-    if protocol.version != scoring_version(stamp):
-        return problems + [f"scored by {protocol.name} protocol {scoring_version(stamp)}; this memmatrix implements "
-                           f"{protocol.version}: verify with the memmatrix version in the stamp, or re-derive the "
-                           "cells with `memmatrix rescore` (which refuses if any verdict would change)"]
-    problems += check_bindings(path, result, records, model_records, protocol, caps, config)
+        return run.problems + (model.problems if model else []) + ([] if run.unreadable else [str(exc)])
+    problems = run.problems + (model.problems if model else [])
+    if run.unreadable:
+        return problems
+    problems += check_bindings(path, result, records, model_records, protocol, caps, config,
+                               checking.problems(reading.seen), asking.problems())
     more, said = identity_problems(path, result, records, model_records, config)
     problems += more
     if remarks is not None:
         remarks += said
-    rescored = score_transcript(protocol, records)
+    rescored = reading.cases
     problems += compare_cases(result["cases"], rescored)
     if summarize(protocol, rescored) != result["summary"]:
         problems.append("the summary differs from the one recomputed from the transcript")
@@ -124,7 +138,7 @@ def verify_result(path: Path, config: Config, remarks: list[str] | None = None) 
     if cost != result.get("cost"):
         problems.append("the cost differs from the one derived from the model transcript "
                         f"(derived totals {cost['total']}, recorded {result.get('cost', {}).get('total')})")
-    if "costs" in result and derive_costs(records, cost) != result["costs"]:
+    if "costs" in result and derive_costs(records, cost, reading.door) != result["costs"]:
         problems.append("the costs differ from those derived from the transcripts")
     findings = derive.run_findings(records, caps, stamp.get("limits", {})) + derive.model_findings(model_records, cost)
     if findings != result["findings"]:
@@ -135,6 +149,11 @@ def verify_result(path: Path, config: Config, remarks: list[str] | None = None) 
     if fingerprint(stamp) != stamp["fingerprint"]:
         problems.append(f"the fingerprint {stamp['fingerprint']} does not match the stamp (recomputed {fingerprint(stamp)})")
     return problems
+
+
+def run_records(run: Artifact):
+    """The transcript read again from its start (the capabilities answer came after the first case)."""
+    return iter(Artifact(run.file.parent, run.entry, run.what))
 
 
 def compare_cases(stored: list[dict], rescored: list[dict]) -> list[str]:
@@ -157,3 +176,50 @@ def compare_cases(stored: list[dict], rescored: list[dict]) -> list[str]:
         if len(old["cells"]) != len(new["cells"]) or old["shape"] != new["shape"]:
             problems.append(f"case {old['id']}: its cells or shape differ from the transcript's")
     return problems
+
+
+def _verify_group(paths: list[Path], config: Config, cache: int) -> list[tuple[Path, list[str], list[str]]]:
+    answers, out = Answers(cache), []
+    for path in paths:
+        remarks: list[str] = []
+        out.append((path, verify_result(path, config, remarks, answers), remarks))
+    return out
+
+
+def verify_all(paths: list[Path], config: Config, jobs: int = 1, cache: int = 20_000):
+    """(path, problems, remarks) for each result, in the order given. The results of one system share an oracle
+    cache (``reask.Answers``) and a process: with ``jobs`` > 1 the systems are spread over that many processes,
+    the largest first, and each result is yielded as soon as it and every result before it are done."""
+    groups: dict[Path, list[Path]] = {}
+    for p in paths:
+        groups.setdefault(_system_of(p), []).append(p)
+    if jobs <= 1 or len(groups) <= 1:
+        answers = Answers(cache)
+        for p in paths:
+            remarks: list[str] = []
+            yield p, verify_result(p, config, remarks, answers), remarks
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    size = {g: sum(_bytes(p) for p in ps) for g, ps in groups.items()}
+    done: dict[Path, tuple] = {}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = [pool.submit(_verify_group, groups[g], config, cache) for g in sorted(groups, key=lambda g: -size[g])]
+        at = 0
+        from concurrent.futures import as_completed
+        for fut in as_completed(futures):
+            for path, problems, remarks in fut.result():
+                done[path] = (problems, remarks)
+            while at < len(paths) and paths[at] in done:
+                yield (paths[at], *done.pop(paths[at]))
+                at += 1
+
+
+def _system_of(path: Path) -> Path:
+    """Results of one system under the standard layout <protocol>/<system>/<version>/<runtime>: its folder."""
+    parts = Path(path).parent.parts
+    return Path(*parts[:-2]) if len(parts) >= 3 else Path(path).parent
+
+
+def _bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in Path(path).parent.iterdir() if f.is_file())

@@ -66,8 +66,7 @@ class HttpEndpoint:
 
     def __init__(self, base_url: str):
         self.base_url = base_url.rstrip("/")
-        self.session = requests.Session()
-        self.session.trust_env = False  # loopback: no proxy look-up in the environment
+        self._session: requests.Session | None = None
         self.system_ms: float | None = None  # the last call's time inside the adapter, as its server measured it
         parts = urlsplit(self.base_url)
         self._conn = Connection(parts.hostname or "127.0.0.1", parts.port or 80)
@@ -104,6 +103,18 @@ class HttpEndpoint:
             raise CallError("bad_request", f"{op}: {err.get('message')}")
         raise CallError("malformed", f"{op} answered HTTP {status} with {str(body)[:200]}")
 
+    @property
+    def session(self) -> requests.Session:
+        """For the rare health request, made when first needed (an embedded server says it is up on its pipe)."""
+        if self._session is None:
+            self._session = requests.Session()
+            self._session.trust_env = False  # loopback: no proxy look-up in the environment
+        return self._session
+
+    def shutdown(self, timeout: float) -> None:
+        """POST /shutdown on the kept-alive connection; raises OSError when the server does not answer."""
+        self._conn.post("/shutdown", b"{}", timeout)
+
     def health(self, timeout: float = 2.0) -> dict:
         return self.session.get(f"{self.base_url}/health", timeout=timeout).json()
 
@@ -115,7 +126,8 @@ class HttpEndpoint:
 
     def close(self) -> None:
         self._conn.close()
-        self.session.close()
+        if self._session is not None:
+            self._session.close()
 
 
 class InProcessEndpoint:

@@ -67,15 +67,29 @@ class GoldIndex:
         f.setdefault("statement", f"{f['subject']} {f['attribute']}: {f['value']}")
         return f
 
+    def _lookup(self) -> "_Lookup":
+        """The index of the writes and statements (built on first use, again if writes were added since)."""
+        look = self.__dict__.get("_look")
+        if look is None or look.size != (len(self.writes), len(self.by_statement)):
+            look = self._look = _Lookup(self.writes, self.by_statement)
+        return look
+
     def writes_in(self, text: str) -> list[GoldWrite]:
         """The writes whose every user message occurs in ``text``, the largest first, no subsumed ones."""
-        t = norm(text)
-        hits = [w for w in self.writes if w.messages and all(m in t for m in w.messages)]
+        return self._writes_in_norm(norm(text))
+
+    def _writes_in_norm(self, t: str) -> list[GoldWrite]:
+        look = self._lookup()
+        writes = self.writes
+        hits = [writes[i] for i in look.writes.candidates(t) if all(m in t for m in writes[i].messages)]
         hits.sort(key=lambda w: -len(w.messages))
         kept: list[GoldWrite] = []
+        kept_sets: list[frozenset] = []
         for w in hits:
-            if not any(set(w.messages) <= set(k.messages) for k in kept):
+            mine = frozenset(w.messages)
+            if not any(mine <= k for k in kept_sets):
                 kept.append(w)
+                kept_sets.append(mine)
         return kept
 
     def facts_in(self, text: str) -> list[dict]:
@@ -93,7 +107,7 @@ class GoldIndex:
         """True when ``text`` holds a write with gold facts the imperfect oracle withholds, or quotes one of those
         facts: an empty answer to it is the mistake made on purpose, not a prompt the oracle did not recognise."""
         t = norm(text)
-        return any(s and s in t for s in self.withheld) or any(w.withheld for w in self.writes_in(text))
+        return any(s and s in t for s in self.withheld) or any(w.withheld for w in self._writes_in_norm(t))
 
     def facts_for_statement(self, statement: str) -> list[dict]:
         """Every distinct gold fact stated in these words, in case-file order."""
@@ -121,12 +135,61 @@ class GoldIndex:
     def statements_in(self, text: str) -> list[dict]:
         """The gold facts whose statement ``text`` quotes, each once, told apart by ``text`` where cases share one."""
         t, out, seen = norm(text), [], set()
-        for key in self.by_statement:
+        look = self._lookup()
+        for k in look.statements.candidates(t):
+            key = look.statement_keys[k]
             fact = self.fact_for_statement(key, text) if key and key in t else None
             if fact is not None and _ident(fact) not in seen:
                 seen.add(_ident(fact))
                 out.append(fact)
         return out
+
+
+class _Anchors:
+    """Which of many needles (each a tuple of normalised strings, all to be found in a normalised text) can occur in a
+    text, found without testing every needle: a string of three or more words occurs in a text only if each of its
+    inner words (the ones between two spaces) is one of the text's space-separated words, whole. Each needle is filed
+    under the rarest such word of its strings; one with none is always a candidate. Exact: ``candidates`` only leaves
+    out needles that cannot occur, and lists the rest in their order."""
+
+    def __init__(self, needles: list[tuple[str, ...]]):
+        inner = [{w for s in strings for w in s.split(" ")[1:-1] if w} for strings in needles]
+        count: dict[str, int] = {}
+        for words in inner:
+            for w in words:
+                count[w] = count.get(w, 0) + 1
+        self.always: list[int] = []
+        self.by_word: dict[str, list[int]] = {}
+        for i, words in enumerate(inner):
+            if not needles[i]:
+                continue  # nothing to find: never a candidate (callers skip an empty needle)
+            if not words:
+                self.always.append(i)
+                continue
+            word = min(words, key=lambda w: (count[w], -len(w), w))
+            self.by_word.setdefault(word, []).append(i)
+        self.words = frozenset(self.by_word)
+
+    def candidates(self, text: str) -> list[int]:
+        """Indexes, ascending, of the needles that may occur in ``text`` (normalised)."""
+        found = self.words & set(text.split(" "))
+        if not found:
+            return self.always
+        out = list(self.always)
+        for w in found:
+            out.extend(self.by_word[w])
+        out.sort()
+        return out
+
+
+class _Lookup:
+    """What ``writes_in`` and ``statements_in`` look through, indexed (``_Anchors``)."""
+
+    def __init__(self, writes: list[GoldWrite], by_statement: dict[str, list]):
+        self.size = (len(writes), len(by_statement))
+        self.writes = _Anchors([w.messages for w in writes])
+        self.statement_keys = list(by_statement)
+        self.statements = _Anchors([(k,) if k else () for k in self.statement_keys])
 
 
 def _ident(fact: dict) -> tuple:

@@ -25,19 +25,21 @@ def recorded_capabilities(records: list[dict]) -> dict:
 def score_transcript(protocol: EvalProtocol, records: list[dict]) -> list[dict]:
     """Every case's cells, from the transcript alone."""
     caps = recorded_capabilities(records)
-    out = []
-    for header, body in by_case(records):
-        reset = [r for r in body if r.get("kind") == "call" and r.get("call") == "reset"]
-        ops = [r for r in body if r.get("kind") == "op"]
-        if not reset or "error" in reset[0]:
-            why = describe_error(reset[0]) if reset else "reset was never called"
-            cells = protocol.error_cells(f"the case could not start: {why}", header)
-        elif len(ops) != header["ops"]:
-            cells = protocol.error_cells(f"the transcript stops after op {len(ops)} of {header['ops']}", header)
-        else:
-            cells = protocol.score_case(header, body, caps)
-        out.append({"id": header["case"], "shape": header["shape"], "cells": [c.as_dict() for c in cells]})
-    return out
+    return [score_one(protocol, header, body, caps) for header, body in by_case(records)]
+
+
+def score_one(protocol: EvalProtocol, header: dict, body: list[dict], caps: dict) -> dict:
+    """One case's cells, from its header and its records (what ``verify`` does a case at a time)."""
+    reset = [r for r in body if r.get("kind") == "call" and r.get("call") == "reset"]
+    ops = [r for r in body if r.get("kind") == "op"]
+    if not reset or "error" in reset[0]:
+        why = describe_error(reset[0]) if reset else "reset was never called"
+        cells = protocol.error_cells(f"the case could not start: {why}", header)
+    elif len(ops) != header["ops"]:
+        cells = protocol.error_cells(f"the transcript stops after op {len(ops)} of {header['ops']}", header)
+    else:
+        cells = protocol.score_case(header, body, caps)
+    return {"id": header["case"], "shape": header["shape"], "cells": [c.as_dict() for c in cells]}
 
 
 def summarize(protocol: EvalProtocol, cases: list[dict]) -> dict:

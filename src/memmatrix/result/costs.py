@@ -37,11 +37,18 @@ def _per_call(model: dict, calls: int) -> dict:
     return {"calls": calls, **{f"{k}_per_call": (round(model.get(k, 0) / calls, 3) if calls else None) for k in keys}}
 
 
-def derive_costs(records: list[dict], model_cost: dict) -> dict:
-    """The ``costs`` block of a result: door size and model use per operation (see the module's docstring)."""
+def door_sizes(records: list[dict]) -> list[tuple[int, int]]:
+    """(characters, estimated tokens) of each door call's text, in transcript order."""
+    return [(len(t), len(_WORDS.findall(t))) for t in (r["result"]["text"] for r in records
+            if r.get("kind") == "call" and r.get("call") == "door" and isinstance(r.get("result"), dict)
+            and isinstance(r["result"].get("text"), str))]
+
+
+def derive_costs(records: list[dict], model_cost: dict, door: list[tuple[int, int]] | None = None) -> dict:
+    """The ``costs`` block of a result: door size and model use per operation (see the module's docstring).
+    ``door``: the door sizes when the records were read a case at a time (``verify``), else taken from them."""
     calls = Counter(r["call"] for r in records if r.get("kind") == "call" and ("result" in r or "error" in r))
-    texts = [r["result"]["text"] for r in records if r.get("kind") == "call" and r.get("call") == "door"
-             and isinstance(r.get("result"), dict) and isinstance(r["result"].get("text"), str)]
+    sizes = door_sizes(records) if door is None else door
     per_op = model_cost.get("per_operation", {})
     model = {op: _per_call(per_op.get(op, {}), n) for op, n in sorted(calls.items()) if op in WRITE_PATH + READ_PATH}
     for path, ops in (("write path", WRITE_PATH), ("read path", READ_PATH)):
@@ -49,8 +56,8 @@ def derive_costs(records: list[dict], model_cost: dict) -> dict:
         for op in ops:
             total.update({k: v for k, v in per_op.get(op, {}).items() if isinstance(v, int)})
         model[path] = _per_call(total, sum(calls[op] for op in ops))
-    return {"door": {"calls": len(texts), "chars": _spread([len(t) for t in texts]),
-                     "tokens": _spread([len(_WORDS.findall(t)) for t in texts])},
+    return {"door": {"calls": len(sizes), "chars": _spread([c for c, _ in sizes]),
+                     "tokens": _spread([t for _, t in sizes])},
             "model": model}
 
 

@@ -3,8 +3,10 @@
 - The environment: an adapter (and the compose CLI) gets an allow-list of memmatrix's environment
   plus the variables its system declares (system.yaml ``env``), never the rest: the provider key,
   cloud and forge tokens stay in memmatrix (the model gateway holds the key).
-- Dying with memmatrix: an adapter server gets SIGTERM when memmatrix dies (PR_SET_PDEATHSIG, set
-  in the child before exec) and watches for being re-parented; it then stops its descendants.
+- Dying with memmatrix: an adapter server gets SIGTERM when memmatrix dies (PR_SET_PDEATHSIG, which
+  adapterkit asks for first thing given ``--parent-pid``, so the server starts without a ``preexec_fn``;
+  the compose CLI gets it set in the child before exec, ``die_with_this_process``) and watches for being
+  re-parented; it then stops its descendants.
 - Leftovers of killed runs: scratch folders carry the owning pid, and a later run removes those
   whose pid is dead.
 """

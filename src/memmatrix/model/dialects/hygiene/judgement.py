@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import bisect
+import functools
+import gc
 
 from .lexicon import _SUBTOKEN_RE
 from .text import _View, _contains, _sentences, _subtokens, _tokenize
@@ -30,6 +32,24 @@ def _value_spans(view: _View, value: str | None) -> list[tuple[int, int]]:
     return spans
 
 
+def _without_gc(judge):
+    """Run ``judge`` with the cyclic garbage collector paused: a judged text can hold a whole store, a million tokens
+    the collector would otherwise walk again and again while they are made (it creates no cycles worth collecting
+    meanwhile). Nothing else changes; the collector runs as before once the judgement is made."""
+
+    @functools.wraps(judge)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():
+            return judge(*args, **kwargs)
+        gc.disable()
+        try:
+            return judge(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused
+
+
+@_without_gc
 def judge_hygiene(stale: str, current: str | None, text: str) -> tuple[str, str]:
     """(verdict, reason) for one judge request: absent, qualified or unqualified."""
     if not _subtokens(stale or ""):
@@ -44,7 +64,16 @@ def judge_hygiene(stale: str, current: str | None, text: str) -> tuple[str, str]
     bare: list[str] = []
     seen = inside_current = 0
     record_cache: dict[tuple[int, int], str | None] = {}
+    want, folded = _subtokens(stale), text.casefold().replace("’", "'")
+    exact = len(folded) == len(text)  # no character folds to several: the folded text's places are the text's
     for idx in _sentences(toks):
+        # a subtoken of a token's folded text is a substring of the folded stretch of text its unit spans (folding
+        # and the apostrophe rewrite go character by character): a unit whose stretch lacks one of the stale
+        # value's has no stale span, and is passed over here as it would be below
+        a, b = toks.span(idx[0], idx[-1])
+        seg = folded[a:b] if exact else text[a:b].casefold().replace("’", "'")
+        if not all(w in seg for w in want):
+            continue
         view = _View(toks, idx)
         stale_spans = _value_spans(view, stale)
         if not stale_spans:

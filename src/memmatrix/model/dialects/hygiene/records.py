@@ -12,15 +12,21 @@ from .text import _contains
 
 # ------------------------------------------------------------------------------- records and tables
 
+_OBJECT_MARKS = re.compile(r'[\\"{}]')
+
+
 def _object_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of {...} objects, innermost last, tolerant of broken JSON."""
-    spans, stack, in_str, esc = [], [], False, False
-    for k, ch in enumerate(text):
+    # Only quotes, backslashes and braces change the state, so only they are visited; a backslash inside a string
+    # escapes the character after it (skip), whatever that is.
+    spans, stack, in_str, skip = [], [], False, -1
+    for m in _OBJECT_MARKS.finditer(text):
+        k, ch = m.start(), m.group()
         if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
+            if k == skip:
+                continue
+            if ch == "\\":
+                skip = k + 1
             elif ch == '"':
                 in_str = False
             continue
@@ -33,15 +39,21 @@ def _object_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+_NOT_KEY_CHAR = re.compile(r"[^a-z0-9]")
+_DIGIT = re.compile(r"\d")
+_INLINE_PAIR = re.compile(r"""["']?([A-Za-z][\w \-]{0,40}?)["']?\s*[:=]\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^,}\n]*)""")
+_TABLE_RULE = re.compile(r"\s*\|?[\s:\-|]+\|?\s*")
+
+
 def _norm_key(key: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", key.casefold())
+    return _NOT_KEY_CHAR.sub("", key.casefold())
 
 
 def _date_like(value: str) -> bool:
     s = value.strip().strip("\"'").casefold()
     if not s or s in _OPEN_END or s in ("none", "null", "present", "-", "—"):
         return False
-    return bool(re.search(r"\d", s)) or any(m in _SUBTOKEN_RE.findall(s) for m in _MONTHS | _RELATIVE_DAYS)
+    return bool(_DIGIT.search(s)) or any(m in _SUBTOKEN_RE.findall(s) for m in _MONTHS | _RELATIVE_DAYS)
 
 
 def _record_pairs(obj_text: str) -> list[tuple[str, object]]:
@@ -52,8 +64,7 @@ def _record_pairs(obj_text: str) -> list[tuple[str, object]]:
     if isinstance(data, dict):
         return [(k, v) for k, v in data.items() if not isinstance(v, (dict, list))]
     pairs = []
-    for m in re.finditer(r"""["']?([A-Za-z][\w \-]{0,40}?)["']?\s*[:=]\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^,}\n]*)""",
-                         obj_text):
+    for m in _INLINE_PAIR.finditer(obj_text):
         raw = m.group(2).strip()
         val: object = raw[1:-1] if raw[:1] in "\"'" else raw
         if isinstance(val, str) and val.casefold() in ("true", "false"):
@@ -93,7 +104,7 @@ def _table_rows(text: str) -> dict[int, str]:
     k = 0
     while k < len(lines):
         if lines[k].strip().startswith("|") and k + 1 < len(lines) and \
-                re.fullmatch(r"\s*\|?[\s:\-|]+\|?\s*", lines[k + 1]) and "-" in lines[k + 1]:
+                _TABLE_RULE.fullmatch(lines[k + 1]) and "-" in lines[k + 1]:
             header = [_norm_key(c) for c in lines[k].strip().strip("|").split("|")]
             r = k + 2
             while r < len(lines) and lines[r].strip().startswith("|"):

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from array import array
 from dataclasses import dataclass
+from itertools import accumulate
+from operator import add
 
 from .lexicon import (_ABBREV, _DATE_PREFIX, _MONTHS, _RELATIVE_DAYS, _SEASONS, _SUBTOKEN_RE, _TOKEN_RE, _UNITS,
     _WEEKDAYS)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Tok:
     text: str
     low: str
@@ -20,16 +23,105 @@ class _Tok:
     newline: bool = False  # a line break between the previous token and this one
 
 
-def _tokenize(text: str) -> list[_Tok]:
-    toks: list[_Tok] = []
-    prev_end = 0
-    for m in _TOKEN_RE.finditer(text):
-        gap = text[prev_end:m.start()]
-        low = m.group().casefold().replace("’", "'")
-        toks.append(_Tok(m.group(), low, m.start(), m.end(), bool(_SUBTOKEN_RE.match(m.group())),
-                         glued=bool(toks) and gap == "", newline="\n" in gap or "\r" in gap))
-        prev_end = m.end()
-    return toks
+#: a token with the whitespace before it: every character that is not whitespace starts a token, so the gaps
+#: between the tokens ``_TOKEN_RE`` finds are runs of whitespace, and this finds the same tokens in one pass
+_GAPPED_TOKEN_RE = re.compile(r"(\s*)(" + _TOKEN_RE.pattern + ")", _TOKEN_RE.flags)
+#: the tokens ``_sentences`` looks at beyond line breaks (every other token only joins a unit)
+_MARKS = frozenset("{}|[],:.!?…")
+
+
+class _Tokens:
+    """The tokens of a text, a sequence of ``_Tok``. A judged text can hold a whole store (a million tokens) of which
+    a few sentences mention the value: the tokens are kept as their texts and the whitespace before each, and a
+    ``_Tok`` is made (once) only for a token looked at."""
+
+    __slots__ = ("gaps", "texts", "ends", "_made", "_lows", "_words")
+
+    def __init__(self, text: str, piece: int = 1 << 16):
+        self.gaps: list[str] = []
+        self.texts: list[str] = []
+        one = {}.setdefault  # a store's text repeats its words: each distinct token text is kept once
+        for chunk in _chunks(text, piece):  # a few thousand (gap, token) tuples at a time, not a million
+            pairs = _GAPPED_TOKEN_RE.findall(chunk)
+            self.gaps += [one(g, g) for g, _ in pairs]
+            self.texts += [one(t, t) for _, t in pairs]
+        # machine integers, not a list of int objects: a third of the memory a long text's tokens take
+        self.ends = array("q", accumulate(map(add, map(len, self.gaps), map(len, self.texts))))
+        self._made: dict[int, _Tok] = {}
+        self._lows: dict[str, str] = {}
+        self._words: dict[str, bool] = {}
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __getitem__(self, i: int) -> _Tok:
+        n = len(self.texts)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("token index out of range")
+        tok = self._made.get(i)
+        if tok is None:
+            text, gap, end = self.texts[i], self.gaps[i], self.ends[i]
+            tok = self._made[i] = _Tok(text, self.low(i), end - len(text), end, self.word(i), i > 0 and gap == "",
+                                       "\n" in gap or "\r" in gap)
+        return tok
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self.texts)))
+
+    def low(self, i: int) -> str:
+        text = self.texts[i]
+        low = self._lows.get(text)
+        if low is None:
+            low = self._lows[text] = text.casefold().replace("’", "'")
+        return low
+
+    def word(self, i: int) -> bool:
+        """A word: a subtoken starts it, which its first character decides."""
+        first = self.texts[i][0]
+        word = self._words.get(first)
+        if word is None:
+            word = self._words[first] = _SUBTOKEN_RE.match(first) is not None
+        return word
+
+    def glued(self, i: int) -> bool:
+        return i > 0 and self.gaps[i] == ""
+
+    def newline(self, i: int) -> bool:
+        gap = self.gaps[i]
+        return "\n" in gap or "\r" in gap
+
+    def span(self, a: int, b: int) -> tuple[int, int]:
+        """Character span from the start of token a to the end of token b."""
+        return self.ends[a] - len(self.texts[a]), self.ends[b]
+
+
+def _chunks(text: str, size: int = 1 << 16):
+    """``text`` in pieces of about ``size`` characters, each cut just before a whitespace character: no token holds
+    whitespace, so every token (and the whitespace before it) is found whole in one piece, as in the whole text."""
+    at, n = 0, len(text)
+    while at < n:
+        cut = at + size
+        if cut >= n:
+            yield text[at:]
+            return
+        while cut < n and not text[cut].isspace():  # to a whitespace character
+            cut += 1
+        while cut > at and text[cut - 1].isspace():  # back to the start of its run: the gap stays whole
+            cut -= 1
+        if cut == at:  # the piece would be whitespace only: take its run and the token after it
+            cut = at + size
+            while cut < n and text[cut].isspace():
+                cut += 1
+            while cut < n and not text[cut].isspace():
+                cut += 1
+        yield text[at:cut]
+        at = cut
+
+
+def _tokenize(text: str) -> _Tokens:
+    return _Tokens(text)
 
 
 def _subtokens(value: str) -> list[str]:
@@ -38,77 +130,84 @@ def _subtokens(value: str) -> list[str]:
 
 # ------------------------------------------------------------------------------- sentences
 
-def _sentences(toks: list[_Tok]) -> list[list[int]]:
+def _sentences(toks: _Tokens) -> list[range | list[int]]:
     """Token indexes of each unit: lines, sentences, JSON strings and brackets, table cells."""
-    cuts: set[int] = set()
-    n = len(toks)
+    texts, gaps = toks.texts, toks.gaps
+    n = len(texts)
+    cuts: set[int] = set(i for i, g in enumerate(gaps) if g and ("\n" in g or "\r" in g))  # a line break before
     json_brackets = set()
-    for i, t in enumerate(toks):
-        if t.text == "[" and i + 1 < n and toks[i + 1].text in '"{[':
+    marks = [i for i, x in enumerate(texts) if x in _MARKS]
+    for i in marks:
+        if texts[i] == "[" and i + 1 < n and texts[i + 1] in '"{[':
             json_brackets.add(i)
-        if t.text == "]" and i > 0 and toks[i - 1].text in '"}]':
+        if texts[i] == "]" and i > 0 and texts[i - 1] in '"}]':
             json_brackets.add(i)
-    for i, t in enumerate(toks):
-        if t.newline:
-            cuts.add(i)
-        if t.text in "{}|" or i in json_brackets:
+    for i in marks:
+        x = texts[i]
+        if x in "{}|" or i in json_brackets:
             cuts.update((i, i + 1))
-        if t.text in ",:" and i > 0 and toks[i - 1].text == '"' and t.glued:
+        if x in ",:" and i > 0 and texts[i - 1] == '"' and toks.glued(i):
             cuts.update((i, i + 1))
-        if t.text in ".!?" or t.text == "…":
-            nxt = toks[i + 1] if i + 1 < n else None
-            prev = toks[i - 1] if i > 0 else None
-            if nxt is not None and nxt.glued and nxt.word:
+        if x in ".!?" or x == "…":
+            if i + 1 < n and toks.glued(i + 1) and toks.word(i + 1):
                 continue  # 3.5, e.g, U.S
-            if t.text == "." and prev is not None and prev.word and prev.low in _ABBREV and nxt is not None \
-                    and nxt.word and not nxt.text[:1].isupper():
+            if x == "." and i > 0 and toks.word(i - 1) and toks.low(i - 1) in _ABBREV and i + 1 < n \
+                    and toks.word(i + 1) and not texts[i + 1][:1].isupper():
                 continue
             cuts.add(i + 1)
-    out, cur = [], []
-    for i in range(n):
-        if i in cuts and cur:
-            out.append(cur)
-            cur = []
-        if toks[i].text in "{}|" or i in json_brackets:
-            continue
-        cur.append(i)
-    if cur:
-        out.append(cur)
+    # the units: the tokens between one cut and the next, but for the brackets and bars that are cut on both sides
+    # and belong to no unit
+    bounds = [0, *sorted(c for c in cuts if 0 < c < n), n]
+    out: list = []  # ranges of token indexes (a list only where a tag is merged into its item, below)
+    for a, b in zip(bounds, bounds[1:]):
+        if b - a > 1 or (b - a == 1 and not (texts[a] in "{}|" or a in json_brackets)):
+            out.append(range(a, b))
     # a tag standing after its item's full stop on the same line ("... Corsa. [superseded]") belongs to the item
-    merged: list[list[int]] = []
+    merged: list[range | list[int]] = []
     for unit in out:
-        first = toks[unit[0]]
-        if merged and first.text in "[(" and not first.newline and _closes_at_end(toks, unit):
-            merged[-1].extend(unit)
+        if merged and texts[unit[0]] in "[(" and not toks.newline(unit[0]) and _closes_at_end(toks, unit):
+            merged[-1] = [*merged[-1], *unit]
         else:
             merged.append(unit)
     return merged
 
 
-def _closes_at_end(toks: list[_Tok], unit: list[int]) -> bool:
+def _closes_at_end(toks: _Tokens, unit: list[int]) -> bool:
     """Is the unit one bracket group (followed by nothing but punctuation)?"""
-    opening = toks[unit[0]].text
+    texts = toks.texts
+    opening = texts[unit[0]]
     closing = ")" if opening == "(" else "]"
     depth = 0
     for pos, k in enumerate(unit):
-        if toks[k].text == opening:
+        if texts[k] == opening:
             depth += 1
-        elif toks[k].text == closing:
+        elif texts[k] == closing:
             depth -= 1
             if depth == 0:
-                return all(not toks[j].word for j in unit[pos + 1:])
+                return all(not toks.word(j) for j in unit[pos + 1:])
     return False
 
 
 # ------------------------------------------------------------------------------- dates
 
+_DAY_RE = re.compile(r"(\d{1,2})(st|nd|rd|th)?")
+_YEAR_RE = re.compile(r"(19|20)\d\d")
+_DECADE_RE = re.compile(r"'?\d\ds")
+_D12_RE = re.compile(r"\d{1,2}")
+_D12T_RE = re.compile(r"\d{1,2}(t\d.*)?")
+_D24_RE = re.compile(r"\d{2,4}")
+_AMPM_RE = re.compile(r"\d{1,2}(am|pm)")
+_DD_RE = re.compile(r"\d\d")
+_D_RE = re.compile(r"\d")
+
+
 def _is_day(s: str) -> bool:
-    m = re.fullmatch(r"(\d{1,2})(st|nd|rd|th)?", s)
+    m = _DAY_RE.fullmatch(s)
     return bool(m) and 1 <= int(m.group(1)) <= 31
 
 
 def _is_year(s: str) -> bool:
-    return bool(re.fullmatch(r"(19|20)\d\d", s)) or bool(re.fullmatch(r"'?\d\ds", s))
+    return bool(_YEAR_RE.fullmatch(s)) or bool(_DECADE_RE.fullmatch(s))
 
 
 class _View:
@@ -174,24 +273,24 @@ class _View:
         if not w:
             return None
         # ISO 2026-03-31, with an optional time
-        if re.fullmatch(r"(19|20)\d\d", w) and self.low(j + 1) == "-" and self.t[j + 1].glued \
-                and re.fullmatch(r"\d{1,2}", self.low(j + 2)):
+        if _YEAR_RE.fullmatch(w) and self.low(j + 1) == "-" and self.t[j + 1].glued \
+                and _D12_RE.fullmatch(self.low(j + 2)):
             k = j + 3
-            if self.low(k) == "-" and re.fullmatch(r"\d{1,2}(t\d.*)?", self.low(k + 1)):
+            if self.low(k) == "-" and _D12T_RE.fullmatch(self.low(k + 1)):
                 k += 2
                 while k < self.n and self.t[k].glued and (self.t[k].text in ":.+-z" or self.t[k].word) \
                         and self.t[k].text not in ",;":
                     k += 1
             return k
         # 03/2025
-        if re.fullmatch(r"\d{1,2}", w) and self.low(j + 1) in ("/", ".") and self.t[j + 1].glued \
-                and re.fullmatch(r"(19|20)\d\d", self.low(j + 2)) and self.t[j + 2].glued:
+        if _D12_RE.fullmatch(w) and self.low(j + 1) in ("/", ".") and self.t[j + 1].glued \
+                and _YEAR_RE.fullmatch(self.low(j + 2)) and self.t[j + 2].glued:
             return j + 3
         # 31/03/2026, 31.03.2026, 3/31
-        if re.fullmatch(r"\d{1,2}", w) and self.low(j + 1) in ("/", ".") and self.t[j + 1].glued \
-                and re.fullmatch(r"\d{1,2}", self.low(j + 2)) and self.t[j + 2].glued:
+        if _D12_RE.fullmatch(w) and self.low(j + 1) in ("/", ".") and self.t[j + 1].glued \
+                and _D12_RE.fullmatch(self.low(j + 2)) and self.t[j + 2].glued:
             k = j + 3
-            if self.low(k) in ("/", ".") and self.t[k].glued and re.fullmatch(r"\d{2,4}", self.low(k + 1)):
+            if self.low(k) in ("/", ".") and self.t[k].glued and _D24_RE.fullmatch(self.low(k + 1)):
                 k += 2
             return k
         if w in _MONTHS:
@@ -228,15 +327,28 @@ class _View:
         if w in ("last", "next", "this", "that", "the") and (self.low(j + 1) in _UNITS or self.low(j + 1) in _MONTHS
                                                               or self.low(j + 1) in _WEEKDAYS):
             return j + 2
-        if re.fullmatch(r"\d{1,2}(am|pm)", w) or (re.fullmatch(r"\d{1,2}", w) and self.low(j + 1) == ":"
-                                                  and re.fullmatch(r"\d\d", self.low(j + 2))):
+        if _AMPM_RE.fullmatch(w) or (_D12_RE.fullmatch(w) and self.low(j + 1) == ":"
+                                                  and _DD_RE.fullmatch(self.low(j + 2))):
             return j + 1 if w.endswith("m") else j + 3
-        if w == "q" and re.fullmatch(r"\d", self.low(j + 1)):
+        if w == "q" and _D_RE.fullmatch(self.low(j + 1)):
             return j + 2
         return None
 
 
 def _contains(text: str, value: str) -> bool:
-    want, have = _subtokens(value), _subtokens(text)
-    n = len(want)
-    return bool(want) and any(have[i:i + n] == want for i in range(len(have) - n + 1))
+    """Do the value's subtokens occur, in order and adjacent, among the text's? Asked of the folded text as one
+    pattern (each subtoken whole, only non-subtoken characters between them), so a text holding a whole store is
+    never split into a list of its subtokens."""
+    want = _subtokens(value)
+    if not want:
+        return False
+    pattern = _SUBTOKEN_RUN.get(tuple(want))
+    if pattern is None:
+        pattern = _SUBTOKEN_RUN[tuple(want)] = re.compile(
+            r"(?<![^\W_])" + r"[\W_]+".join(map(re.escape, want)) + r"(?![^\W_])", re.UNICODE)
+        if len(_SUBTOKEN_RUN) > 256:
+            _SUBTOKEN_RUN.pop(next(iter(_SUBTOKEN_RUN)))
+    return pattern.search(text.casefold()) is not None
+
+
+_SUBTOKEN_RUN: dict[tuple[str, ...], re.Pattern] = {}
