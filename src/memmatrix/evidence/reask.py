@@ -118,12 +118,3 @@ class Reask:
         return [f"{len(d)} of {asked} oracle answers differ from what the oracle answers today (seq "
                 f"{d[:5]}{' …' if len(d) > 5 else ''}): the model transcript was edited, or the oracle "
                 "(memmatrix's or the system's oracle module) changed since the run"]
-
-
-def reask(stamp: dict, model_records: list[dict], case_file: Path | None, config: Config) -> tuple[int, list[str]]:
-    """(requests re-asked, problems) for model records already in memory: one problem for the answers that differ,
-    the first five named."""
-    asking = Reask(stamp, case_file, config)
-    for rec in model_records:
-        asking(rec)
-    return asking.asked, asking.problems()

@@ -63,7 +63,7 @@ def rescore(path: Path, config: Config) -> str:
         return f"already scored by {protocol.name} {before}"
     run = Artifact(path.parent, result["transcript"], "transcript")
     try:  # read once, a case at a time (stream.RunRead): scored as it is read, the hash checked at its end
-        reading = RunRead(protocol, lambda i, header, body: []).read(
+        reading = RunRead(protocol, lambda i, header, body: None).read(
             iter(run), lambda: recorded_capabilities(iter(Artifact(path.parent, result["transcript"], "transcript"))))
     except ValueError as exc:
         run.problems.append(str(exc))

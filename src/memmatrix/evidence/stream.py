@@ -127,9 +127,9 @@ class RunRead:
 
     ``preamble`` holds the records before the first case whole (the run header, capabilities, init), ``slim`` every
     record slim, ``cases`` the re-scored cases, ``seen`` the case ids in order, ``door`` each door call's size,
-    ``case_problems`` what disagrees with the case file's cases (position by position)."""
+    ``case_check`` is told each case as it ends (what disagrees with the case file is kept there)."""
 
-    def __init__(self, protocol: EvalProtocol, case_check: Callable[[int, dict, list[dict]], list[str]],
+    def __init__(self, protocol: EvalProtocol, case_check: Callable[[int, dict, list[dict]], None],
                  stored: list[dict] = ()) -> None:
         self.protocol, self.case_check, self.stored = protocol, case_check, stored
         self.preamble: list[dict] = []
@@ -137,7 +137,6 @@ class RunRead:
         self.cases: list[dict] = []
         self.seen: list[str] = []
         self.door: list[tuple[int, int]] = []
-        self.case_problems: list[str] = []
         self.caps: dict | None = None
 
     def read(self, records: Iterator[dict], later_caps: Callable[[], dict]) -> "RunRead":
@@ -165,7 +164,7 @@ class RunRead:
         if self.caps is None:
             self.caps = next((r["result"] for r in self.preamble if r.get("kind") == "call"
                               and r.get("call") == "capabilities" and "result" in r), None) or later_caps()
-        self.case_problems += self.case_check(len(self.seen), header, body)
+        self.case_check(len(self.seen), header, body)
         self.seen.append(header.get("case"))
         self.door += door_sizes(body)
         fresh = score_one(self.protocol, header, body, self.caps)
