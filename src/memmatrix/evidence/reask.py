@@ -16,10 +16,12 @@ same requests. It holds at most ``size`` replies, the oldest dropped first.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 from pathlib import Path
 
+from ..common.canon import canonical
 from ..common.config import Config
 from ..common.errors import MemmatrixError
 from ..model.dialects.common import chat_completion, response_object
@@ -27,7 +29,6 @@ from ..model.dialectsource import load_dialects
 from ..model.gold import GoldIndex
 from ..model.oracle import Oracle
 from ..systems import recorded_system
-from .stream import key_of
 
 
 def oracle_for(stamp: dict, case_file: Path | None, config: Config) -> Oracle:
@@ -44,6 +45,11 @@ def _answer(response: dict) -> object:
     """What the oracle said: the choices (chat completions) or the output (responses). Not the usage: it counts
     the request as sent, before wall-clock times were normalised in the record."""
     return response.get("choices", response.get("output"))
+
+
+def key_of(request: dict) -> str:
+    """What identifies a request for the cache: its canonical text's sha256."""
+    return hashlib.sha256(canonical(request).encode()).hexdigest()
 
 
 class Answers:

@@ -13,7 +13,8 @@ from ..result.artifacts import check_result, render_result
 from ..common.canon import COMPRESSED_SUFFIX, ENCODINGS, compress_bytes
 from ..common.config import Config
 from ..common.errors import ConfigError
-from .verify import _artifact, load_result
+from .stream import Artifact
+from .verify import load_result
 
 
 def repack(path: Path, config: Config) -> str:
@@ -25,11 +26,13 @@ def repack(path: Path, config: Config) -> str:
         entry = result.get(key)
         if not entry or entry["file"].endswith(COMPRESSED_SUFFIX):
             continue
-        text, problems = _artifact(path.parent, entry, key.replace("_", " "))
-        if problems or text is None:
-            raise ConfigError(f"{path}: {problems[0]}; a transcript that does not match its result is not repacked")
+        stored = Artifact(path.parent, entry, key.replace("_", " "))
+        text = b"".join(stored.lines())  # its canonical bytes, hashed and counted as they are read
+        if stored.problems:
+            raise ConfigError(f"{path}: {stored.problems[0]}; a transcript that does not match its result is not "
+                              "repacked")
         name = entry["file"].split(".jsonl")[0] + ".jsonl" + COMPRESSED_SUFFIX
-        data = compress_bytes(text.encode())
+        data = compress_bytes(text)
         (path.parent / name).write_bytes(data)
         old = path.parent / entry["file"]
         entry.update(file=name, encoding=ENCODINGS[COMPRESSED_SUFFIX])

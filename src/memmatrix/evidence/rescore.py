@@ -27,7 +27,7 @@ from ..protocols import get_protocol
 from ..protocols.scoring import recorded_capabilities, summarize
 from ..result.stamp import fingerprint, harness, now_utc, scoring_version
 from .stream import Artifact, RunRead
-from .verify import load_result
+from .verify import load_result, run_records
 
 
 class RescoreRefused(ConfigError):
@@ -64,7 +64,7 @@ def rescore(path: Path, config: Config) -> str:
     run = Artifact(path.parent, result["transcript"], "transcript")
     try:  # read once, a case at a time (stream.RunRead): scored as it is read, the hash checked at its end
         reading = RunRead(protocol, lambda i, header, body: None).read(
-            iter(run), lambda: recorded_capabilities(iter(Artifact(path.parent, result["transcript"], "transcript"))))
+            iter(run), lambda: recorded_capabilities(run_records(run)))
     except ValueError as exc:
         run.problems.append(str(exc))
     if run.problems:

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..common.canon import canonical, iter_raw_lines
+from ..common.canon import iter_raw_lines
 from ..protocols import EvalProtocol
 from ..protocols.judging import SUITE_CALL
 from ..protocols.scoring import score_one
@@ -178,8 +178,3 @@ def unread(rec: dict) -> dict:
     if rec.get("kind") == "judge" and "request" in rec:
         return {k: v for k, v in rec.items() if k != "request"}
     return rec
-
-
-def key_of(request: dict) -> str:
-    """What identifies a request for the re-ask cache: its canonical text's sha256."""
-    return hashlib.sha256(canonical(request).encode()).hexdigest()

@@ -21,7 +21,6 @@ from pathlib import Path
 from ..result import derive
 from ..common import schemas
 from .bindings import CaseCheck, check_bindings, find_case_file
-from ..common.canon import read_text, sha256_bytes
 from ..common.config import Config
 from ..result.costs import derive_costs
 from ..common.errors import ConfigError, MemmatrixError
@@ -62,24 +61,6 @@ def load_result(path: Path, config: Config | None = None) -> dict:
     return result
 
 
-def _artifact(folder: Path, entry: dict, what: str) -> tuple[str | None, list[str]]:
-    """The canonical text of a transcript the result names, or the problems with it."""
-    f = folder / entry["file"]
-    if not f.is_file():
-        return None, [f"the {what} {entry['file']} named by the result is missing"]
-    try:
-        text = read_text(f)
-    except (OSError, ValueError) as exc:
-        return None, [f"the {what} {entry['file']} cannot be read: {exc}"]
-    problems = []
-    actual = sha256_bytes(text.encode())
-    if actual != entry["sha256"]:
-        problems.append(f"{entry['file']}: sha256 of its canonical lines is {actual}, the result records {entry['sha256']}")
-    if text.count("\n") != entry["records"]:
-        problems.append(f"{entry['file']} has {text.count(chr(10))} records, the result records {entry['records']}")
-    return text, problems
-
-
 def verify_result(path: Path, config: Config, remarks: list[str] | None = None,
                   answers: Answers | None = None) -> list[str]:
     """Every problem with one run directory; an empty list means it re-derives exactly. What could not be checked
@@ -116,7 +97,7 @@ def verify_result(path: Path, config: Config, remarks: list[str] | None = None,
         model_records = read_model(model, asking) if model is not None else []
         reading.read(iter(run), lambda: recorded_capabilities(run_records(run)))
         records = reading.slim
-        caps = recorded_capabilities(records)
+        caps = reading.caps or recorded_capabilities(records)  # no case read: the transcript's, or why not
     except (MemmatrixError, ValueError, OSError) as exc:
         return run.problems + (model.problems if model else []) + ([] if run.unreadable else [str(exc)])
     problems = run.problems + (model.problems if model else [])
@@ -178,12 +159,16 @@ def compare_cases(stored: list[dict], rescored: list[dict]) -> list[str]:
     return problems
 
 
-def _verify_group(paths: list[Path], config: Config, cache: int) -> list[tuple[Path, list[str], list[str]]]:
-    answers, out = Answers(cache), []
+def _verify_group(paths: list[Path], config: Config, cache: int):
+    """(path, problems, remarks) for results sharing one oracle cache, one at a time."""
+    answers = Answers(cache)
     for path in paths:
         remarks: list[str] = []
-        out.append((path, verify_result(path, config, remarks, answers), remarks))
-    return out
+        yield path, verify_result(path, config, remarks, answers), remarks
+
+
+def _verify_group_list(paths: list[Path], config: Config, cache: int) -> list[tuple[Path, list[str], list[str]]]:
+    return list(_verify_group(paths, config, cache))  # what a worker process sends back
 
 
 def verify_all(paths: list[Path], config: Config, jobs: int = 1, cache: int = 20_000):
@@ -194,17 +179,14 @@ def verify_all(paths: list[Path], config: Config, jobs: int = 1, cache: int = 20
     for p in paths:
         groups.setdefault(_system_of(p), []).append(p)
     if jobs <= 1 or len(groups) <= 1:
-        answers = Answers(cache)
-        for p in paths:
-            remarks: list[str] = []
-            yield p, verify_result(p, config, remarks, answers), remarks
+        yield from _verify_group(paths, config, cache)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     size = {g: sum(_bytes(p) for p in ps) for g, ps in groups.items()}
     done: dict[Path, tuple] = {}
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        futures = [pool.submit(_verify_group, groups[g], config, cache) for g in sorted(groups, key=lambda g: -size[g])]
+        futures = [pool.submit(_verify_group_list, groups[g], config, cache) for g in sorted(groups, key=lambda g: -size[g])]
         at = 0
         from concurrent.futures import as_completed
         for fut in as_completed(futures):
