@@ -96,7 +96,10 @@ def fold(text: str) -> str:
     if plain(text):
         return text.casefold()
     text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", _unescape(text)).casefold())
-    return "".join(c for c in text if not unicodedata.combining(c))
+    if text.isascii():
+        return text
+    marks = [c for c in set(text) if unicodedata.combining(c)]  # each distinct character asked once, not each one
+    return text.translate(dict.fromkeys(map(ord, marks))) if marks else text
 
 
 def tokens(text: str) -> list[str]:
@@ -104,23 +107,50 @@ def tokens(text: str) -> list[str]:
     return list(token_tuple(text))
 
 
+class SizedMemo:
+    """Values remembered by key, the least recently used dropped first once their sizes (``size(key, value)``) add
+    up past ``budget`` or they number ``entries``; the last one made is always kept. For values that are a function
+    of their key alone, so what is remembered never changes an answer, only how often it is worked out."""
+
+    def __init__(self, budget: int, size, entries: int | None = None):
+        self.budget, self.size, self.entries = budget, size, entries
+        self.held: dict = {}
+        self.total = 0
+
+    def get(self, key, make):
+        got = self.held.pop(key, None)
+        if got is None:
+            got = make()
+            self.total += self.size(key, got)
+            while self.held and (self.total > self.budget
+                                 or (self.entries is not None and len(self.held) >= self.entries)):
+                oldest = next(iter(self.held))
+                self.total -= self.size(oldest, self.held.pop(oldest))
+        self.held[key] = got  # (re)inserted last: the least recently used is first
+        return got
+
+    def clear(self) -> None:
+        self.held.clear()
+        self.total = 0
+
+
 def token_tuple(text: str) -> tuple[str, ...]:
     """``tokens`` as a tuple, remembered: a run matches the same answers against many needles. A short text is one of
-    the last 2,048 remembered (a case's answers), a long one (a whole store handed over) one of the last two, its tokens each kept once, so
-    what is remembered stays a few megabytes however long the texts and however many cases."""
+    the last 2,048 remembered (a case's answers); long ones (whole stores handed over) are remembered up to 4 million
+    characters in all (``LONG``), their tokens each kept once, so what is remembered stays a few tens of megabytes
+    however long the texts and however many cases."""
     if len(text) <= LONG_TEXT:
         return _short_tuple(text)
-    got = _LONG.get(text)
-    if got is None:
-        one = {}.setdefault  # a store's text repeats its words: each distinct token kept once
-        got = _LONG[text] = tuple([one(t, t) for t in _TOKEN.findall(fold(text))])
-        while len(_LONG) > 2:
-            del _LONG[next(iter(_LONG))]
-    return got
+    return LONG.get(text, lambda: _long_tuple(text))
+
+
+def _long_tuple(text: str) -> tuple[str, ...]:
+    one = {}.setdefault  # a store's text repeats its words: each distinct token kept once
+    return tuple([one(t, t) for t in _TOKEN.findall(fold(text))])
 
 
 LONG_TEXT = 2048
-_LONG: dict[str, tuple[str, ...]] = {}
+LONG = SizedMemo(4_000_000, lambda text, _: len(text))
 
 
 @functools.lru_cache(maxsize=2048)

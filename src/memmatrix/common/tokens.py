@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from ..adapterkit import contains, holds_tokens, token_tuple, tokens
+from ..adapterkit import LONG, SizedMemo, contains, holds_run, holds_tokens, token_tuple, tokens
 
-__all__ = ["contains", "found_in", "norm", "strings", "tokens"]
+__all__ = ["contains", "forget", "found_any", "found_in", "norm", "strings", "tokens"]
 
 
 def strings(obj: Any) -> Iterator[str]:
@@ -50,6 +50,43 @@ def found_in(obj: Any, needle: str) -> bool:
         elif isinstance(x, list):
             todo.extend(x)
     return False
+
+
+def found_any(obj: Any, needles) -> bool:
+    """``any(found_in(obj, n) for n in needles)``. A scorer asks this of one answer for every wording of every
+    target, so the answer's strings are tokenised once: the token runs of the last answers asked about are kept
+    (``HAY``), and a needle
+    whose tokens are not all among the answer's is ruled out without a walk. An answer must not be changed while
+    it is being scored (none is: they are read from a transcript)."""
+    for needle in needles:
+        want = token_tuple(needle)
+        if not want:
+            if found_in(obj, needle):  # raises as contains does, where there is a string
+                return True
+            continue
+        _, words, runs = _hay(obj)
+        if all(w in words for w in want) and any(holds_run(r, want) for r in runs):
+            return True
+    return False
+
+
+#: the answers' token runs, by identity, each with its answer (so no other object takes its id while it is held):
+#: a million tokens or 512 answers
+HAY = SizedMemo(1_000_000, lambda _, got: sum(map(len, got[2])), 512)
+
+
+def _hay(obj: Any) -> tuple:
+    def make():
+        runs = tuple(dict.fromkeys(r for r in map(token_tuple, strings(obj)) if r))
+        return obj, frozenset(w for r in runs for w in r), runs
+    return HAY.get(id(obj), make)
+
+
+def forget() -> None:
+    """Drop what ``found_any`` and ``token_tuple`` remember of answers and long texts (``verify`` does after each
+    result, so nothing of one result is held while the next is read)."""
+    HAY.clear()
+    LONG.clear()
 
 
 _ESCAPES = (("\\\"", '"'), ("\\'", "'"), ("\\n", " "), ("\\t", " "))

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from ..result import derive
 from ..common import schemas
+from ..common.tokens import forget as forget_texts
+from ..model.dialects.hygiene.judgement import forget_readings
 from .bindings import CaseCheck, check_bindings, find_case_file
 from ..common.config import Config
 from ..result.costs import derive_costs
@@ -164,7 +166,10 @@ def _verify_group(paths: list[Path], config: Config, cache: int):
     answers = Answers(cache)
     for path in paths:
         remarks: list[str] = []
-        yield path, verify_result(path, config, remarks, answers), remarks
+        problems = verify_result(path, config, remarks, answers)
+        forget_texts()  # the oracle's replies are shared across results; the scorer's and judge's texts are not
+        forget_readings()
+        yield path, problems, remarks
 
 
 def _verify_group_list(paths: list[Path], config: Config, cache: int) -> list[tuple[Path, list[str], list[str]]]:

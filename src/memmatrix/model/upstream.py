@@ -19,6 +19,8 @@ def normalize_request(body: dict) -> dict:
     from ..common.patterns import _DATETIME, wall_dates as window
     text = canonical(body)
     days = window()
+    if not any(d in text for d in days):
+        return json.loads(text)  # no wall-clock date: nothing below would change (a match needs one of them)
     text = _DATETIME.sub(lambda m: "~wallclock" if m.group(1) in days else m.group(0), text)
     for d in sorted(days):
         text = text.replace(d, "~today")

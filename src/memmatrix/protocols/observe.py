@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from ..common.tokens import found_in, tokens
+from ..common.tokens import found_any, tokens
 from .base import OpRecords
 
 #: ``status`` values that say an item is no longer current.
@@ -54,7 +54,7 @@ def wordings(target: dict) -> list[str]:
 
 
 def holds(obj, target: dict) -> bool:
-    return any(found_in(obj, w) for w in wordings(target))
+    return found_any(obj, wordings(target))
 
 
 def items_holding(answer: dict, target: dict) -> list[dict]:

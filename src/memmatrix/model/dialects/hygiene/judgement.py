@@ -6,6 +6,7 @@ import bisect
 import functools
 import gc
 
+from ....adapterkit import SizedMemo
 from .lexicon import _SUBTOKEN_RE
 from .text import _View, _contains, _sentences, _subtokens, _tokenize
 from .records import _object_spans, _record_pairs, _record_qualifier, _table_rows
@@ -49,6 +50,24 @@ def _without_gc(judge):
     return paused
 
 
+def _read(text: str) -> tuple:
+    """What the judgement reads of a text whatever the stale value: tokens, units, objects, table rows, the folded
+    text. One door answer is judged for each of a case's stale values, so the last texts' readings are kept, up to
+    2 million characters (``READ``; a judgement changes none of it, ``_Tokens`` only fills its memos)."""
+    def make():
+        toks, tables = _tokenize(text), _table_rows(text)
+        return toks, _sentences(toks), _object_spans(text), tables, sorted(tables), text.casefold().replace("’", "'")
+    return READ.get(text, make)
+
+
+READ = SizedMemo(2_000_000, lambda text, _: len(text))
+
+
+def forget_readings() -> None:
+    """Drop the texts' readings ``_read`` keeps."""
+    READ.clear()
+
+
 @_without_gc
 def judge_hygiene(stale: str, current: str | None, text: str) -> tuple[str, str]:
     """(verdict, reason) for one judge request: absent, qualified or unqualified."""
@@ -56,17 +75,14 @@ def judge_hygiene(stale: str, current: str | None, text: str) -> tuple[str, str]
         return "absent", "the stale value has no letters or digits to look for"
     if not _contains(text, stale):
         return "absent", "the stale value does not appear"
-    toks = _tokenize(text)
-    objects = _object_spans(text)
-    tables = _table_rows(text)
-    table_starts = sorted(tables)
+    toks, units, objects, tables, table_starts, folded = _read(text)
     qualified: list[str] = []
     bare: list[str] = []
     seen = inside_current = 0
     record_cache: dict[tuple[int, int], str | None] = {}
-    want, folded = _subtokens(stale), text.casefold().replace("’", "'")
+    want = _subtokens(stale)
     exact = len(folded) == len(text)  # no character folds to several: the folded text's places are the text's
-    for idx in _sentences(toks):
+    for idx in units:
         # a subtoken of a token's folded text is a substring of the folded stretch of text its unit spans (folding
         # and the apostrophe rewrite go character by character): a unit whose stretch lacks one of the stale
         # value's has no stale span, and is passed over here as it would be below
