@@ -9,6 +9,7 @@ So ``Vantablack-7`` matches "vantablack-7's" but not "Vantablack-77", and
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Any, Iterator
 
 from ..adapterkit import LONG, SizedMemo, contains, holds_run, holds_tokens, token_tuple, tokens
@@ -78,7 +79,7 @@ HAY = SizedMemo(1_000_000, lambda _, got: sum(map(len, got[2])), 512)
 def _hay(obj: Any) -> tuple:
     def make():
         runs = tuple(dict.fromkeys(r for r in map(token_tuple, strings(obj)) if r))
-        return obj, frozenset(w for r in runs for w in r), runs
+        return obj, frozenset(chain.from_iterable(runs)), runs
     return HAY.get(id(obj), make)
 
 
