@@ -56,16 +56,17 @@ def found_in(obj: Any, needle: str) -> bool:
 def found_any(obj: Any, needles) -> bool:
     """``any(found_in(obj, n) for n in needles)``. A scorer asks this of one answer for every wording of every
     target, so the answer's strings are tokenised once: the token runs of the last answers asked about are kept
-    (``HAY``), and a needle
-    whose tokens are not all among the answer's is ruled out without a walk. An answer must not be changed while
-    it is being scored (none is: they are read from a transcript)."""
+    (``HAY``), and a needle whose tokens are not all among the answer's is ruled out without a walk. An answer must
+    not be changed while it is being scored (none is: they are read from a transcript)."""
+    hay = None
     for needle in needles:
         want = token_tuple(needle)
         if not want:
             if found_in(obj, needle):  # raises as contains does, where there is a string
                 return True
             continue
-        _, words, runs = _hay(obj)
+        if hay is None:
+            _, words, runs = hay = _hay(obj)
         if all(w in words for w in want) and any(holds_run(r, want) for r in runs):
             return True
     return False
