@@ -9,10 +9,61 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import orjson  # parses a transcript line several times faster than json (verify reads 1.2 million of them)
+
 
 def canonical(obj: Any) -> str:
     """One canonical JSON text per value: sorted keys, no insignificant whitespace, UTF-8."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+#: orjson reads an integer past 64 bits as a float (json as an int): every such float is at least this large
+_PAST_64_BITS = float(2**63)
+
+
+def _past_64_bits(value: Any) -> bool:
+    """Whether a value orjson read holds a float as large as an integer past 64 bits (and so maybe was one)."""
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        x = pop()
+        kind = type(x)
+        if kind is dict:
+            push(x.values())
+        elif kind is list:
+            push(x)
+        elif kind is float and (x >= _PAST_64_BITS or x <= -_PAST_64_BITS):
+            return True
+    return False
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is past the largest float")
+    return value
+
+
+def loads_line(line: bytes | str) -> Any:
+    """One transcript line's JSON value, the value ``json.loads`` reads, parsed by orjson (several times quicker)
+    where orjson reads the same value. Where it may not, json parses the line: orjson refuses it (a lone surrogate
+    escape, which json reads) or the value holds a float at least 2**63 in size (orjson reads an integer past 64 bits
+    as a float; a float that large is rare). ``NaN``, ``Infinity`` and a number past the largest float, which no
+    canonical line holds (``canonical`` refuses them), are a ValueError here, so every value read is one
+    ``canonical`` (and orjson) can write again.
+    """
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        if not _past_64_bits(value):
+            return value
+    return json.loads(line, parse_constant=_refuse_constant, parse_float=_finite)
 
 
 def sha256_bytes(data: bytes) -> str:

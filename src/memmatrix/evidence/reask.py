@@ -21,6 +21,8 @@ import json
 from collections import OrderedDict
 from pathlib import Path
 
+import orjson
+
 from ..common.config import Config
 from ..common.errors import MemmatrixError
 from ..model.dialects.common import chat_completion, response_object
@@ -47,11 +49,15 @@ def _answer(response: dict) -> object:
 
 
 def key_of(request: dict) -> bytes:
-    """What identifies a request for the cache: the sha256 of its JSON text with sorted keys. Not ``canonical``'s
-    text: non-ASCII characters are escaped, which is as unambiguous and about a third quicker to write for the
-    long prompts, and the key is never stored."""
-    return hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":"), allow_nan=False)
-                          .encode()).digest()
+    """What identifies a request for the cache: the sha256 of its JSON text with sorted keys, as orjson writes it
+    (several times quicker than json for the long prompts), or json where orjson cannot (an integer past 64 bits, a
+    lone surrogate), each text marked by which wrote it. One request, one text: the records are read by
+    ``canon.loads_line``, which reads no NaN or infinity (orjson would write them as null). Never stored."""
+    try:
+        return hashlib.sha256(b"o" + orjson.dumps(request, option=orjson.OPT_SORT_KEYS)).digest()
+    except TypeError:  # orjson.JSONEncodeError
+        return hashlib.sha256(b"j" + json.dumps(request, sort_keys=True, separators=(",", ":"), allow_nan=False)
+                              .encode()).digest()
 
 
 class Answers:

@@ -14,11 +14,10 @@ lines and their count are taken as the bytes pass.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..common.canon import iter_raw_lines
+from ..common.canon import iter_raw_lines, loads_line
 from ..protocols import EvalProtocol
 from ..protocols.judging import SUITE_CALL
 from ..protocols.scoring import score_one
@@ -61,8 +60,8 @@ class Artifact:
     def __iter__(self) -> Iterator[dict]:
         for n, line in enumerate(self.lines(), 1):
             try:
-                rec = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                rec = loads_line(line)
+            except ValueError as exc:  # json's JSONDecodeError, UnicodeDecodeError, NaN or Infinity
                 raise ValueError(f"{self.entry['file']}:{n}: not JSON ({getattr(exc, 'msg', exc)})") from None
             if not isinstance(rec, dict):
                 raise ValueError(f"{self.entry['file']}:{n}: not a JSON object")

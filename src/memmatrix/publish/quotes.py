@@ -8,24 +8,15 @@ import json
 
 from pathlib import Path
 
-import orjson  # parses a transcript line several times faster than json: the build reads 1.2 million of them
 from markupsafe import Markup
 
-from ..common.canon import iter_lines, stored_transcript
+from ..common.canon import iter_lines, loads_line, stored_transcript
 
 #: a call's record is quoted by what it got back (its items' texts, each cut at ITEM_CHARS; or the record from the
 #: call's name on: its arguments are in its summary), a model call by what it answered
 #: (its prompt, named by the summary, is whole in the committed file); a quote longer than HEAD + TAIL characters
 #: is shown as its first HEAD and last TAIL, saying how many were left out
 HEAD, TAIL, ANSWER_CHARS, ITEM_CHARS = 140, 140, 280, 90
-
-
-def loads(line: str):
-    """A JSON line parsed by orjson, or by json where orjson refuses what json reads (an integer past 64 bits)."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
 
 
 def check_line(check: dict, reason: str = "") -> str:
@@ -87,7 +78,7 @@ def _answer(tail: str) -> tuple[str, int, str]:
     if not tail:
         return "", 0, ""
     try:
-        response = loads(tail).get("response")
+        response = loads_line(tail).get("response")
     except (ValueError, AttributeError):
         return _cut(tail)
     return _cut(_said_by(response), ANSWER_CHARS // 2, ANSWER_CHARS // 2)
@@ -173,7 +164,7 @@ def _quoted(n: int, line: str) -> Markup:
     """A harness transcript line quoted: read again (only quoted lines are summarised)."""
     if not line:
         return Markup(f'<li value="{n}"><b>line {n}</b></li>')
-    rec = loads(line)
+    rec = loads_line(line)
     return _item(n, summary(rec), _outcome(line, rec))
 
 
@@ -238,10 +229,10 @@ def index_transcript(lines, findings: dict, step_of: dict, model: bool = False) 
     steps: dict[str, dict[str, set]] = {}
     for n, line in enumerate(lines, 1):
         try:
-            rec = loads(_head(line) if model else line)
+            rec = loads_line(_head(line) if model else line)
         except ValueError:
             try:
-                rec = loads(line)
+                rec = loads_line(line)
             except ValueError:
                 continue
         ctx = rec.get("context") if model else rec
