@@ -8,8 +8,9 @@ The result folders under PATH (every ``--sample``-th one, in path order) are cop
 each copy under its own root (``copy-03/deletion/mem0/2.2.1/embedded``: the layout verify checks), and each step
 runs on the whole copy in a child process, as a user runs it:
 
-- ``verify``: ``memmatrix verify --cache 0`` (the oracle asked for every request: a copy is answered afresh, not
-  from the replies of the copy before it, so the figures are what N times as many distinct results cost);
+- ``verify``: ``memmatrix verify --fresh --cache 0`` (the oracle asked for every request: a copy is answered
+  afresh, not from the replies of the copy before it nor from the marks of transcripts re-asked before, so the
+  figures are what N times as many distinct results cost);
 - ``rescore``: ``memmatrix rescore`` (a result already scored by this memmatrix is only read);
 - ``report``: ``memmatrix report`` (the Markdown matrix);
 - ``site``: ``memmatrix report --html`` (the static site).
@@ -31,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-STEPS = {"verify": ["verify", "--cache", "0", "{tree}"], "rescore": ["rescore", "{tree}"],
+STEPS = {"verify": ["verify", "--fresh", "--cache", "0", "{tree}"], "rescore": ["rescore", "{tree}"],
          "report": ["report", "{tree}", "--output", "{scratch}/matrix.md"],
          "site": ["report", "{tree}", "--html", "{scratch}/site"]}
 

@@ -163,19 +163,21 @@ def test_a_result_that_breaks_its_schema_is_named(config, result_dir):
     assert any("/cases/0/cells/0/verdict" in p for p in found)
 
 
+def edit_one_answer(lines):
+    """A model transcript's lines with one extraction answer's value changed (an X put before it)."""
+    k = next(i for i, ln in enumerate(lines) if '"dialect":"memmatrix-extract"' in ln and '"matched":true' in ln)
+    rec = json.loads(lines[k])
+    message = rec["response"]["choices"][0]["message"]
+    message["content"] = message["content"].replace('"value": "', '"value": "X', 1)
+    return [*lines[:k], json.dumps(rec, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n",
+            *lines[k + 1:]]
+
+
 def test_an_oracle_answer_edited_in_the_model_transcript_is_caught(config, tmp_path):
     """The forger changes what the oracle answered (one extracted value) and fixes every hash: asked again, the
     oracle answers what it answered in the run, so the edited answer stands out."""
     d = run(config, "reference", tmp_path / "ref")
     assert problems(config, d) == []
-
-    def edit_one_answer(lines):
-        k = next(i for i, ln in enumerate(lines) if '"dialect":"memmatrix-extract"' in ln and '"matched":true' in ln)
-        rec = json.loads(lines[k])
-        message = rec["response"]["choices"][0]["message"]
-        message["content"] = message["content"].replace('"value": "', '"value": "X', 1)
-        return [*lines[:k], json.dumps(rec, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n",
-                *lines[k + 1:]]
     forge(d, edit_lines=edit_one_answer, name="model-transcript")
     found = problems(config, d)
     assert any("1 of" in p and "oracle answers differ from what the oracle answers today" in p for p in found), found

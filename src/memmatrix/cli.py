@@ -157,8 +157,15 @@ def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
     bad = 0
     from .result.history import find_histories
     histories = find_histories([Path(p) for p in ns.paths])
+    marks = None
+    if not ns.fresh:
+        from .evidence.reasked import Marks
+        marks = Marks(config.cache_dir)
+        print(f"memmatrix verify: a model transcript this machine re-asked before with the same code, system folder and "
+              f"case file, every answer matching, is not re-asked ({marks.dir.parent}); --fresh asks every answer again",
+              file=sys.stderr)
     for path, problems, remarks in verify_all(find_results([Path(p) for p in ns.paths], allow_none=bool(histories)),
-                                              config, ns.jobs, ns.cache):
+                                              config, ns.jobs, ns.cache, marks):
         signed = ""
         if ns.attested_by or (path.parent / "attestation.sigstore.json").is_file():
             from .evidence.attest import ATTESTED, attestation, page_status
@@ -265,6 +272,9 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--cache", type=int, default=20_000, metavar="N",
                    help="oracle replies kept for requests asked again by another result of the same system and case "
                         "file (0: ask the oracle for every request; the growth benchmark's setting)")
+    v.add_argument("--fresh", action="store_true",
+                   help="re-ask every oracle answer, also of a model transcript this machine re-asked before with the "
+                        "same code, system folder and case file (those are skipped otherwise; docs/verify.md)")
     v.set_defaults(func=cmd_verify)
 
     at = sub.add_parser("attest", help="place a workflow's attestation bundle beside every result it signs")

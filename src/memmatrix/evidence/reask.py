@@ -30,6 +30,7 @@ from ..model.dialectsource import load_dialects
 from ..model.gold import GoldIndex
 from ..model.oracle import Oracle
 from ..systems import recorded_system
+from .reasked import Marks
 
 
 def oracle_for(stamp: dict, case_file: Path | None, config: Config) -> Oracle:
@@ -96,12 +97,19 @@ class Answers:
 class Reask:
     """Called with every model transcript record of one result, in order; ``problems()`` at the end."""
 
-    def __init__(self, stamp: dict, case_file: Path | None, config: Config, answers: Answers | None = None) -> None:
+    def __init__(self, stamp: dict, case_file: Path | None, config: Config, answers: Answers | None = None,
+                 marks: Marks | None = None, model_sha256: str | None = None) -> None:
         self.stamp, self.case_file, self.config = stamp, case_file, config
         self.answers = answers if answers is not None else Answers(size=0)
         self.on = stamp["model"]["mode"] == "oracle"
         self.asked, self.differ, self.failed = 0, [], None
         self.oracle: tuple | None = None
+        # this machine re-asked the same transcript with the same inputs before, every answer matching (reasked.py)
+        self.marks, self.mark, self.skipped = marks, None, False
+        if self.on and marks is not None and case_file is not None and model_sha256:
+            self.mark = marks.key(stamp, case_file, config, model_sha256)
+            if self.mark is not None and marks.seen(self.mark):
+                self.on, self.skipped = False, True
 
     def __call__(self, rec: dict) -> None:
         if not self.on or rec.get("kind") != "chat" or rec.get("status") != 200 or "response" not in rec:
@@ -122,6 +130,13 @@ class Reask:
         answer = make({}, reply, rid)
         if _answer(answer) != _answer(recorded) or reply.dialect != rec.get("dialect") or reply.matched != rec.get("matched"):
             self.differ.append(rec.get("seq"))
+
+    def done(self, read_as_recorded: bool) -> None:
+        """The transcript has been read (``read_as_recorded``: its lines hashed to the sha256 the result records):
+        mark it re-asked when every answer matched."""
+        if self.marks is not None and self.mark is not None and self.on and read_as_recorded and self.asked \
+                and not self.differ and not self.failed:
+            self.marks.keep(self.mark)
 
     def problems(self) -> list[str]:
         if self.failed:

@@ -31,6 +31,7 @@ from ..protocols.scoring import recorded_capabilities, summarize
 from ..result.stamp import fingerprint, scoring_version
 from .identity import identity_problems
 from .reask import Answers, Reask
+from .reasked import Marks
 from .stream import Artifact, RunRead, read_model
 
 
@@ -64,10 +65,11 @@ def load_result(path: Path, config: Config | None = None) -> dict:
 
 
 def verify_result(path: Path, config: Config, remarks: list[str] | None = None,
-                  answers: Answers | None = None) -> list[str]:
+                  answers: Answers | None = None, marks: Marks | None = None) -> list[str]:
     """Every problem with one run directory; an empty list means it re-derives exactly. What could not be checked
     (a system folder outside the checkout, no git history) is added to ``remarks``. The transcripts are read once,
-    as streams (``stream``); ``answers`` is the oracle's cache shared by the results of one verify (``reask``)."""
+    as streams (``stream``); ``answers`` is the oracle's cache shared by the results of one verify (``reask``),
+    ``marks`` the model transcripts this machine re-asked before (``reasked``)."""
     path = Path(path)
     try:
         result = load_result(path)
@@ -92,7 +94,7 @@ def verify_result(path: Path, config: Config, remarks: list[str] | None = None,
     if not run.file.is_file():
         return run.drain()
     case_file = find_case_file(stamp, config)
-    asking = Reask(stamp, case_file, config, answers)
+    asking = Reask(stamp, case_file, config, answers, marks, (result.get("model_transcript") or {}).get("sha256"))
     checking = CaseCheck(stamp, protocol, case_file)
     reading = RunRead(protocol, checking, result["cases"])
     try:
@@ -103,6 +105,7 @@ def verify_result(path: Path, config: Config, remarks: list[str] | None = None,
     except (MemmatrixError, ValueError, OSError) as exc:
         return run.problems + (model.problems if model else []) + ([] if run.unreadable else [str(exc)])
     problems = run.problems + (model.problems if model else [])
+    asking.done(model is not None and not model.problems and not model.unreadable)
     if run.unreadable:
         return problems
     problems += check_bindings(path, result, records, model_records, protocol, caps, config,
@@ -161,37 +164,39 @@ def compare_cases(stored: list[dict], rescored: list[dict]) -> list[str]:
     return problems
 
 
-def _verify_group(paths: list[Path], config: Config, cache: int):
+def _verify_group(paths: list[Path], config: Config, cache: int, marks: Marks | None = None):
     """(path, problems, remarks) for results sharing one oracle cache, one at a time."""
     answers = Answers(cache)
     for path in paths:
         remarks: list[str] = []
-        problems = verify_result(path, config, remarks, answers)
+        problems = verify_result(path, config, remarks, answers, marks)
         forget_texts()  # the oracle's replies are shared across results; the scorer's and judge's texts are not
         forget_readings()
         yield path, problems, remarks
 
 
-def _verify_group_list(paths: list[Path], config: Config, cache: int) -> list[tuple[Path, list[str], list[str]]]:
-    return list(_verify_group(paths, config, cache))  # what a worker process sends back
+def _verify_group_list(paths: list[Path], config: Config, cache: int,
+                       marks: Marks | None) -> list[tuple[Path, list[str], list[str]]]:
+    return list(_verify_group(paths, config, cache, marks))  # what a worker process sends back
 
 
-def verify_all(paths: list[Path], config: Config, jobs: int = 1, cache: int = 20_000):
+def verify_all(paths: list[Path], config: Config, jobs: int = 1, cache: int = 20_000, marks: Marks | None = None):
     """(path, problems, remarks) for each result, in the order given. The results of one system share an oracle
     cache (``reask.Answers``) and a process: with ``jobs`` > 1 the systems are spread over that many processes,
-    the largest first, and each result is yielded as soon as it and every result before it are done."""
+    the largest first, and each result is yielded as soon as it and every result before it are done. With
+    ``marks``, a model transcript this machine re-asked before with the same inputs is not re-asked (``reasked``)."""
     groups: dict[Path, list[Path]] = {}
     for p in paths:
         groups.setdefault(_system_of(p), []).append(p)
     if jobs <= 1 or len(groups) <= 1:
-        yield from _verify_group(paths, config, cache)
+        yield from _verify_group(paths, config, cache, marks)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     size = {g: sum(_bytes(p) for p in ps) for g, ps in groups.items()}
     done: dict[Path, tuple] = {}
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        futures = [pool.submit(_verify_group_list, groups[g], config, cache) for g in sorted(groups, key=lambda g: -size[g])]
+        futures = [pool.submit(_verify_group_list, groups[g], config, cache, marks) for g in sorted(groups, key=lambda g: -size[g])]
         at = 0
         from concurrent.futures import as_completed
         for fut in as_completed(futures):
