@@ -401,14 +401,14 @@ def test_the_releases_page_reads_a_cells_history_down_its_column(tmp_path):
 def test_slim_keeps_what_the_overview_reads_and_holds_each_distinct_list_of_cells_once():
     from memmatrix.publish.site import slim
     cells = [{"step": "1", "verdict": "PASS", "method": "mechanical", "reason": "r", "checks": [1]},
-             {"step": "2", "verdict": "FAIL", "reason": "why"}]
+             {"step": "2", "verdict": "FAIL", "reason": "why", "stage": "extract"}]
     timings = {"wall_s": 1.5, "disk": {"multiple_p50": 2.0, "per_case": [1, 2]},
                "lag_ms": {"p50": 3, "never": 0, "samples": [{"ms": 3, "seen": True}]}, "adapter_ms": {"door": {"p50_ms": 4}}}
     a = slim({"stamp": {"s": 1}, "timings": timings, "cases": [{"id": "a", "shape": "x", "cells": cells}]})
     b = slim({"stamp": {"s": 2}, "cases": [{"id": "b", "cells": [dict(c) for c in cells]},
                                             {"id": "c", "cells": cells[:1]}]})
-    plain = [{"step": "1", "verdict": "PASS", "method": "mechanical"}, {"step": "2", "verdict": "FAIL"}]
-    assert a["cases"] == [{"id": "a", "cells": plain}] and b["cases"][1]["cells"] == plain[:1]
+    plain = [{"step": "1", "verdict": "PASS", "method": "mechanical"}, {"step": "2", "verdict": "FAIL", "stage": "extract"}]
+    assert a["cases"] == [{"id": "a", "shape": "x", "cells": plain}] and b["cases"][1]["cells"] == plain[:1]
     assert a["cases"][0]["cells"] is b["cases"][0]["cells"]  # one list for equal cells
     assert b["cases"][1]["cells"][0] is a["cases"][0]["cells"][0]  # and one dict per distinct cell
     assert a["timings"] == {"wall_s": 1.5, "disk": {"multiple_p50": 2.0}, "lag_ms": {"p50": 3, "never": 0},

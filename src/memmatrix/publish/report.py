@@ -15,7 +15,7 @@ from .costreport import cost_table
 from ..common.config import Config
 from ..protocols import VERDICTS
 from .markdown import code, md
-from .reportmodel import SHORT, cell_text, sections, setup_label, step_name, unmatched
+from .reportmodel import SHORT, cell_text, sections, setup_label, slim, step_name, unmatched
 from ..evidence.verify import find_results, load_result
 
 __all__ = ["SHORT", "brief", "cell_text", "render", "setup_label"]
@@ -34,7 +34,8 @@ SIGNED = {"attested": "yes", "unattested": "no", "invalid": "**invalid**", "unch
 
 
 def render(paths: list[Path], title: str = "memmatrix report", config=None) -> str:
-    results = [(p, load_result(p, config)) for p in find_results(paths)]
+    # each result checked, then kept slim; its reasons and findings are read again where they are listed
+    results = [(p, slim(load_result(p, config))) for p in find_results(paths)]
     home = (config or Config.from_env()).home
     out = [f"# {title}", ""]
     legends = set()  # each protocol's columns are named once, in the legend under its first section
@@ -84,16 +85,17 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
             out += ["", "</details>", ""]
         for row in sec.rows:
             lines = []
-            for case in row.result["cases"]:
+            whole = load_result(row.path)
+            for case in whole["cases"]:
                 for cell in case["cells"]:
                     if cell["verdict"] in ("FAIL", "ERROR"):
                         stage = f" [{cell['stage']}]" if cell.get("stage") else ""
                         lines.append(f"- {code(case['id'])} · step {md(cell['step'])} "
                                      f"{md(step_name(steps, cell['step']))}: **{cell['verdict']}**{md(stage)}: "
                                      f"{_escape(cell['reason'])}")
-            lines += [f"- finding: {_escape(f)}" for f in row.result.get("findings", [])]
+            lines += [f"- finding: {_escape(f)}" for f in whole.get("findings", [])]
             if lines:
-                counts = {v: sum(c["verdict"] == v for case in row.result["cases"] for c in case["cells"])
+                counts = {v: sum(c["verdict"] == v for case in whole["cases"] for c in case["cells"])
                           for v in ("FAIL", "ERROR")}
                 out += [f"<details><summary>Why: {md(row.system)} {md(row.version)} ({md(row.label)}): "
                         f"{counts['FAIL']} FAIL, {counts['ERROR']} ERROR</summary>", "", *lines, "",

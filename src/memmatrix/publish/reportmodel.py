@@ -148,3 +148,33 @@ def sections(results: list[tuple[Path, dict]]) -> list[Section]:
 
 def step_name(steps: list[dict], key: str) -> str:
     return next(s["name"] for s in steps if s["key"] == key)
+
+
+#: what a slim cell keeps: what the overview pages and the report's tables read of it
+CELL_KEYS = ("step", "verdict", "method", "stage")
+#: a slim case's cells, one shared list per distinct run of cells: never change one
+_SHARED_CELLS: dict[tuple, list] = {}
+_SHARED_CELL: dict[tuple, dict] = {}
+
+
+def _cells(cells: list[dict]) -> list[dict]:
+    key = tuple(tuple((k, x[k]) for k in CELL_KEYS if k in x) for x in cells)
+    shared = _SHARED_CELLS.get(key)
+    if shared is None:
+        shared = _SHARED_CELLS[key] = [_SHARED_CELL.setdefault(c, dict(c)) for c in key]
+    return shared
+
+
+def slim(result: dict) -> dict:
+    """What the site's overview pages and the report's tables read of a result (its stamp, steps, verdicts and
+    cost figures; each case's id, shape and cells' ``CELL_KEYS``): a run's own pages, and the report's reasons, read
+    the whole result again, one run at a time, so a build holds one whole result at most. A case's cells repeat
+    from case to case and run to run: each distinct list is held once."""
+    keep = ("stamp", "steps", "measures", "cost", "costs", "transcript", "model_transcript")
+    out = {k: result[k] for k in keep if k in result}
+    if "timings" in result:  # but the per-case lists (the stores' size at each case's end, each lag sample)
+        out["timings"] = {k: {x: y for x, y in v.items() if x not in ("per_case", "samples")} if isinstance(v, dict)
+                          else v for k, v in result["timings"].items()}
+    out["cases"] = [{"id": c["id"], **({"shape": c["shape"]} if "shape" in c else {}), "cells": _cells(c["cells"])}
+                    for c in result["cases"]]
+    return out

@@ -27,7 +27,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .quotes import HEAD, TAIL, check_line, evidence, findings, index_transcript, text_node, transcript_lines
-from .reportmodel import SHORT, cells_of, sections, setup_label, step_name, unmatched
+from .reportmodel import SHORT, cells_of, sections, setup_label, slim, step_name, unmatched
 from ..evidence.verify import find_results, load_result
 
 
@@ -149,32 +149,6 @@ def _grid_groups(secs: list, protocol: str) -> list[dict]:
         lead = lead or [r for r in sec.rows if r.version == newest[r.system]]
         first = {id(r) for r in lead}
         out.append({"section": sec, "lead": lead, "rest": [r for r in sec.rows if id(r) not in first]})
-    return out
-
-
-#: a slim case's cells, one shared list per distinct run of (step, verdict, method): never change one
-_SHARED_CELLS: dict[tuple, list] = {}
-_SHARED_CELL: dict[tuple, dict] = {}
-
-
-def _cells(cells: list[dict]) -> list[dict]:
-    key = tuple(tuple((k, x[k]) for k in ("step", "verdict", "method") if k in x) for x in cells)
-    shared = _SHARED_CELLS.get(key)
-    if shared is None:
-        shared = _SHARED_CELLS[key] = [_SHARED_CELL.setdefault(c, dict(c)) for c in key]
-    return shared
-
-
-def slim(result: dict) -> dict:
-    """What the overview pages read of a result (its stamp, steps, verdicts and cost figures): a run's own pages
-    read the whole result again, one run at a time, so the build holds one whole result at most. A case's cells
-    (step, verdict, method) repeat from case to case and run to run: each distinct list is held once."""
-    keep = ("stamp", "steps", "measures", "cost", "costs", "transcript", "model_transcript")
-    out = {k: result[k] for k in keep if k in result}
-    if "timings" in result:  # but the per-case lists (the stores' size at each case's end, each lag sample)
-        out["timings"] = {k: {x: y for x, y in v.items() if x not in ("per_case", "samples")} if isinstance(v, dict)
-                          else v for k, v in result["timings"].items()}
-    out["cases"] = [{"id": c["id"], "cells": _cells(c["cells"])} for c in result["cases"]]
     return out
 
 
