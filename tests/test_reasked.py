@@ -134,3 +134,17 @@ def test_the_code_digest_covers_every_file_of_the_package_but_caches_and_home(tm
     (pkg / "model" / "oracle.py").write_text("A = 1\n")
     (pkg / "templates.txt").rename(pkg / "other.txt")
     assert code_digest(pkg) != base
+
+
+def test_the_actions_verify_asks_the_oracle_for_every_answer(monkeypatch, tmp_path):
+    """The runner's cache folder is restored from caches other runs wrote: the Action's verify trusts no mark there,
+    in its verify step and before the Pages action builds a site (which stops when verify fails)."""
+    from memmatrix.ci import action
+    calls = []
+    monkeypatch.setenv("MM_RESULTS", str(tmp_path))
+    monkeypatch.setenv("MM_SITE", str(tmp_path / "site"))
+    monkeypatch.setenv("MM_HISTORY", "")
+    monkeypatch.setattr(action, "output", lambda *a: None)
+    assert action.step_verify(None, lambda args: calls.append(args) or 0) == 0
+    assert action.step_pages(None, lambda args: calls.append(args) or 1) == 1
+    assert [c[:2] for c in calls] == [["verify", "--fresh"], ["verify", "--fresh"]], calls
