@@ -68,6 +68,20 @@ def test_an_answer_edited_after_its_transcript_was_marked_is_caught(config, ref,
     assert len(marks_in(marks)) == 1  # the forged transcript got no mark
 
 
+def test_a_forged_transcript_under_a_marked_sha256_is_caught(config, ref, tmp_path):
+    """The forger edits an answer and leaves the result naming the marked transcript's sha256, so the mark's key is
+    the marked one and the answers are not asked again: the lines no longer hash to that sha256, and verify says so."""
+    marks = Marks(tmp_path / "cache")
+    assert verify_result(ref, config, marks=marks) == [] and len(marks_in(marks)) == 1
+    named = json.loads(ref.read_text())["model_transcript"]
+    forge(ref.parent, edit_lines=edit_one_answer, name="model-transcript")
+    result = json.loads(ref.read_text())
+    result["model_transcript"] = named  # the forged bytes under the marked name
+    ref.write_text(json.dumps(result))
+    found = verify_result(ref, config, marks=marks)
+    assert any("sha256 of its canonical lines" in p for p in found), found
+
+
 def test_no_mark_for_a_transcript_whose_answers_differ(config, ref, tmp_path):
     marks = Marks(tmp_path / "cache")
     forge(ref.parent, edit_lines=edit_one_answer, name="model-transcript")
