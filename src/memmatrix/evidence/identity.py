@@ -31,6 +31,7 @@ from pathlib import Path
 from ..common.canon import NOT_CODE, sha256_bytes, sha256_file, sha256_tree
 from ..common.config import Config
 from ..common.releases import Ranges
+from ..model.settings import ablation_of
 from ..run.request import parse_variant
 from ..systems import load_system_yaml, system_folder
 
@@ -380,7 +381,7 @@ def variant_problems(path: Path, stamp: dict, config: Config) -> list[str]:
     model = stamp["model"]
     if v["seed"] != stamp.get("seed", 0):
         out.append(f"the folder {name} names seed {v['seed']}, the stamp {stamp.get('seed', 0)}")
-    ablation = str(model.get("oracle_version") or "").partition("+")[2]
+    ablation = ablation_of(model)
     if v["ablation"] != ablation:
         out.append(f"the folder {name} names oracle ablation {v['ablation'] or 'none'!r}, the stamp "
                    f"{ablation or 'none'!r}")

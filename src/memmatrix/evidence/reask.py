@@ -29,6 +29,7 @@ from ..model.dialects.common import chat_completion, response_object
 from ..model.dialectsource import load_dialects
 from ..model.gold import GoldIndex
 from ..model.oracle import Oracle
+from ..model.settings import ablation_of
 from ..systems import recorded_system
 from .reasked import Marks
 
@@ -38,8 +39,7 @@ def oracle_for(stamp: dict, case_file: Path | None, config: Config) -> Oracle:
         raise MemmatrixError(f"the case file {stamp['dataset']['path']} is not in this checkout at the sha256 the "
                              "stamp records")
     spec = recorded_system(stamp["system"], config)  # an adapter file named by its path has no oracle module
-    ablation = (stamp["model"].get("oracle_version") or "").partition("+")[2]
-    gold = GoldIndex([json.loads(case_file.read_text(encoding="utf-8"))], ablation)
+    gold = GoldIndex([json.loads(case_file.read_text(encoding="utf-8"))], ablation_of(stamp["model"]))
     return Oracle(gold, load_dialects(spec.oracle) if spec.oracle is not None else ())
 
 
@@ -73,7 +73,7 @@ class Answers:
     def oracle(self, stamp: dict, case_file: Path | None, config: Config) -> tuple[tuple, Oracle]:
         spec = recorded_system(stamp["system"], config) if case_file is not None else None
         key = (stamp["system"]["name"], str(getattr(spec, "oracle", None)), str(case_file),
-               (stamp["model"].get("oracle_version") or "").partition("+")[2])
+               ablation_of(stamp["model"]))
         if key not in self.oracles:
             self.oracles[key] = oracle_for(stamp, case_file, config)
             while len(self.oracles) > 8:
@@ -105,11 +105,11 @@ class Reask:
         self.asked, self.differ, self.failed = 0, [], None
         self.oracle: tuple | None = None
         # this machine re-asked the same transcript with the same inputs before, every answer matching (reasked.py)
-        self.marks, self.mark, self.skipped = marks, None, False
+        self.marks, self.mark = marks, None
         if self.on and marks is not None and case_file is not None and model_sha256:
             self.mark = marks.key(stamp, case_file, config, model_sha256)
             if self.mark is not None and marks.seen(self.mark):
-                self.on, self.skipped = False, True
+                self.on = False
 
     def __call__(self, rec: dict) -> None:
         if not self.on or rec.get("kind") != "chat" or rec.get("status") != 200 or "response" not in rec:
@@ -134,8 +134,8 @@ class Reask:
     def done(self, read_as_recorded: bool) -> None:
         """The transcript has been read (``read_as_recorded``: its lines hashed to the sha256 the result records):
         mark it re-asked when every answer matched."""
-        if self.marks is not None and self.mark is not None and self.on and read_as_recorded and self.asked \
-                and not self.differ and not self.failed:
+        if self.mark is not None and self.on and read_as_recorded and self.asked and not self.differ \
+                and not self.failed:
             self.marks.keep(self.mark)
 
     def problems(self) -> list[str]:

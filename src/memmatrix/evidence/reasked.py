@@ -31,6 +31,7 @@ import orjson
 from ..common.canon import sha256_file, sha256_tree
 from ..common.config import Config
 from ..common.errors import MemmatrixError
+from ..model.settings import ablation_of
 from ..systems import recorded_system
 
 
@@ -69,10 +70,9 @@ class Marks:
             return None
         if spec.folder is None:
             return None
-        ablation = (stamp["model"].get("oracle_version") or "").partition("+")[2]
         parts = [self.code, stamp["system"]["name"], self._digest(spec.folder, tree=True),
-                 spec.oracle.sha256 if spec.oracle is not None else "", self._digest(Path(case_file)), ablation,
-                 model_sha256]
+                 spec.oracle.sha256 if spec.oracle is not None else "", self._digest(Path(case_file)),
+                 ablation_of(stamp["model"]), model_sha256]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def seen(self, key: str) -> bool:

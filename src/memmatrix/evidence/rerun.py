@@ -20,6 +20,7 @@ from ..cases import load_cases
 from ..common.config import Config
 from ..common.errors import MemmatrixError
 from ..model import GatewaySettings
+from ..model.settings import ablation_of
 from ..protocols import get_protocol
 from ..run.request import RunRequest
 from ..systems import ensure_lock, recorded_system
@@ -30,7 +31,7 @@ from .verify import load_result
 def _gateway(stamp: dict, folder: Path, result: dict) -> GatewaySettings:
     model = stamp["model"]
     if model["mode"] == "oracle":
-        ablation = (model.get("oracle_version") or "").partition("+")[2]
+        ablation = ablation_of(model)
         emb = model.get("embedding_model") or ""
         if emb.startswith("feature-hash-v1-"):
             return GatewaySettings(ablation=ablation, embedder="hash", embed_dims=int(emb.rsplit("-", 1)[1]))

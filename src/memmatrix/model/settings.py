@@ -110,3 +110,9 @@ class GatewaySettings:
         return {"mode": "oracle", "id": "memmatrix-oracle",
                 "oracle_version": oracle_version + (f"+{self.ablation}" if self.ablation else ""),
                 "embedding_model": embedder_name, "note": note}
+
+
+def ablation_of(model: dict) -> str:
+    """The oracle ablation a stamp's model block records: what ``GatewaySettings.identity`` puts after the ``+`` of
+    ``oracle_version`` ("" for none, and for a model that is not the oracle)."""
+    return str(model.get("oracle_version") or "").partition("+")[2]
