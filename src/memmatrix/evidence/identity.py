@@ -262,20 +262,25 @@ def export_folder(home: Path, commit: str, rel: str, into: Path) -> Path:
     return into / rel
 
 
+@lru_cache(maxsize=64)
+def _parsed(source: str):
+    """A module's syntax tree, or None when it does not parse: remembered by its text, since the results of one
+    system read the same adapter modules (the trees are only read)."""
+    import ast
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
 def adapter_methods(sources: dict[str, str], spec: str) -> set[str] | None:
     """The methods the adapter class ``file.py:Class`` defines, with those of its bases found in the folder's own
     modules; None when a base lies outside the folder (what it adds cannot be read from here)."""
     import ast
     file, _, cls = spec.rpartition(":")
-    trees = {}
 
     def tree(rel: str):
-        if rel not in trees and rel in sources:
-            try:
-                trees[rel] = ast.parse(sources[rel])
-            except SyntaxError:
-                trees[rel] = None
-        return trees.get(rel)
+        return _parsed(sources[rel]) if rel in sources else None
 
     def methods(rel: str, name: str, seen: set) -> set[str] | None:
         if (rel, name) in seen:
