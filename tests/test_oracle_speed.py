@@ -160,3 +160,82 @@ def _statements_plain(gold: GoldIndex, text: str, said: list[str]) -> list[dict]
             seen.add(ident)
             out.append(fact)
     return out
+
+
+def _plain_judge(stale: str, current: str | None, text: str) -> tuple[str, str]:
+    """The judgement read the plain way: the whole text tokenised and cut into units, every unit analysed anew."""
+    import bisect
+    from memmatrix.model.dialects.hygiene.analysis import _Analysis
+    from memmatrix.model.dialects.hygiene.judgement import _value_spans
+    from memmatrix.model.dialects.hygiene.records import _record_pairs, _record_qualifier, _table_rows
+    from memmatrix.model.dialects.hygiene.text import _View
+    if not _subtokens(stale or ""):
+        return "absent", "the stale value has no letters or digits to look for"
+    if not _contains(text, stale):
+        return "absent", "the stale value does not appear"
+    toks = _tokenize(text)
+    objects, tables = _plain_object_spans(text), _table_rows(text)
+    starts = sorted(tables)
+    qualified, bare, seen, inside_current = [], [], 0, 0
+    for idx in _sentences(toks):
+        view = _View(toks, idx)
+        stale_spans = _value_spans(view, stale)
+        if not stale_spans:
+            continue
+        cur_spans = [s for s in _value_spans(view, current)
+                     if not any(a <= s[0] and s[1] <= b and (b - a) >= (s[1] - s[0]) and (a, b) != s
+                                for a, b in stale_spans)] if current else []
+        analysis = _Analysis(view, stale_spans, cur_spans)
+        attached = analysis.attach()
+        sentence = view.text(0, view.n)
+        inside_current += sum(1 for a, _ in stale_spans if analysis.mentions.get(a, ("",))[0] != "stale")
+        for a, (kind, _) in sorted(analysis.mentions.items()):
+            if kind != "stale":
+                continue
+            seen += 1
+            char, why = view.t[a].start, None
+            rec = [s for s in objects if s[0] <= char < s[1]]
+            if rec:
+                said = _record_qualifier(_record_pairs(text[slice(*min(rec, key=lambda s: s[1] - s[0]))]), stale)
+                why = f"its record says {said}" if said else None
+            k = bisect.bisect_right(starts, char)
+            if why is None and k and tables.get(starts[k - 1]) and "\n" not in text[starts[k - 1]:char]:
+                why = f"its table row says {tables[starts[k - 1]]}"
+            if why is None and a in attached:
+                why = f"{attached[a][0].kind} qualifier {attached[a][0].phrase!r}"
+            (qualified.append(f"{why} in {sentence[:160]!r}") if why else bare.append(sentence))
+    if seen == 0:
+        return (("absent", "the stale value appears only inside the current value") if inside_current else
+                ("unqualified", "the stale value appears without any qualifier attached to it"))
+    if bare:
+        more = f" (and {len(bare) - 1} more)" if len(bare) > 1 else ""
+        return "unqualified", f"presented as current, no qualifier attached: {bare[0][:200]!r}{more}"
+    return "qualified", f"every mention ({seen}) is qualified; first: {qualified[0][:300]}"
+
+
+_LINES = ["Corsa", "the car is a Corsa", "formerly Corsa, now Golf", "Corsa (superseded)", "Corsa. [old]",
+          "{\"value\": \"Corsa\", \"status\": \"superseded\"}", "| car | valid_to |\n|---|---|\n| Corsa | 2024 |",
+          "until 2024 Corsa", "no longer Corsa", "Golf", "- Corsa", "e.g. Corsa", "Mr. Corsa", "[\"Corsa\", {",
+          "}]", "|", "{", "\"Corsa\": 1,", "Corsa-Golf", "Golf Corsa Golf", "was Corsa.\tNow Golf!", "| (superseded)",
+          "{ [old]", "] (formerly)", ". now", "{\"meta\": {\"x\": 1}, \"car\": \"Corsa\", \"status\": \"old\"}",
+          "{\"a\": {\"car\": \"Corsa\", \"valid_to\": \"2024\"}, \"b\": {\"car\": \"Corsa\"}}", ""]
+
+
+def test_the_judgement_read_in_pieces_and_remembered_units_is_the_plain_judgement():
+    """The judge reads a text a piece at a time (cut before a line that begins with a word), only the pieces holding
+    the stale value's subtokens, and remembers each unit's analysis by its tokens: on texts built of lines that
+    recur in other texts in other surroundings (so remembered units are met again, glued or not, after a break or
+    not), every verdict and reason is the plain whole-text judgement's."""
+    from memmatrix.model.dialects.hygiene.judgement import forget_readings, judge_hygiene
+    rng = random.Random(17)
+    forget_readings()
+    for _ in range(3000):
+        parts = []
+        for _ in range(rng.randint(1, 8)):
+            parts.append(rng.choice(_LINES) if rng.random() < 0.7 else
+                         "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 12))))
+            parts.append(rng.choice(["\n", "\n", " ", "", "\r\n", "\n\n  ", ". ", "\t"]))
+        text = "".join(parts)
+        stale = rng.choice(["Corsa", "corsa", "Golf", "Corsa Golf", "a", "Mr"])
+        current = rng.choice(["Golf", None, "Corsa", "Polo"])
+        assert judge_hygiene(stale, current, text) == _plain_judge(stale, current, text), (stale, current, text)

@@ -99,6 +99,7 @@ def verify_result(path: Path, config: Config, remarks: list[str] | None = None,
     reading = RunRead(protocol, checking, result["cases"])
     try:
         model_records = read_model(model, asking) if model is not None else []
+        forget_readings()  # the judge's readings serve the re-asking only: not held while the cases are scored
         reading.read(iter(run), lambda: recorded_capabilities(run_records(run)))
         records = reading.slim
         caps = reading.caps or recorded_capabilities(records)  # no case read: the transcript's, or why not
