@@ -42,3 +42,39 @@ def test_found_in_walks_values_and_keys():
 def test_escapes_and_unicode_forms_are_the_same_value(haystack):
     assert contains(haystack, "Ysaëlle")
     assert not contains(haystack, "Ysaëllen")
+
+
+def test_norm_collapses_what_a_whitespace_pattern_collapses():
+    """``norm`` splits at ``str.isspace`` characters (quicker than a ``\\s+`` substitution and the same: Python's
+    ``\\s`` is ``str.isspace``) and remembers short texts: on random texts of every kind of whitespace, escapes and
+    characters that fold to several, short and long, it is the substitution's answer, asked twice."""
+    import random
+    import re
+
+    from memmatrix.common.tokens import norm
+
+    def plain(text: str) -> str:
+        for a, b in (("\\\"", '"'), ("\\'", "'"), ("\\n", " "), ("\\t", " ")):
+            text = text.replace(a, b)
+        return re.sub(r"\s+", " ", text).strip().casefold()
+
+    rng = random.Random(3)
+    alphabet = list("ab \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000\\\"'ntßİΣ")
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30 if rng.random() < 0.9 else 700)))
+        assert norm(text) == plain(text) == norm(text), repr(text)
+
+
+def test_word_count_is_the_count_of_words_and_marks():
+    """``word_count`` (the oracle's token estimate and the door sizes in ``costs``) is how many matches
+    ``\\w+|[^\\w\\s]`` finds, on random texts of words, digits, underscores, marks and every kind of whitespace."""
+    import random
+    import re
+
+    from memmatrix.common.tokens import word_count
+
+    rng = random.Random(8)
+    alphabet = list("ab9_ .,;-\t\n\x0b\x1c\x85\xa0\u2028\u3000ßİ’…") + ["->", "é", "\U0001F600"]
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert word_count(text) == len(re.findall(r"\w+|[^\w\s]", text)), repr(text)

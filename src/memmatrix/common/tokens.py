@@ -8,13 +8,14 @@ So ``Vantablack-7`` matches "vantablack-7's" but not "Vantablack-77", and
 
 from __future__ import annotations
 
+import functools
 import re
 from itertools import chain
 from typing import Any, Iterator
 
 from ..adapterkit import LONG, SizedMemo, contains, holds_run, holds_tokens, token_tuple, tokens
 
-__all__ = ["contains", "forget", "found_any", "found_in", "norm", "strings", "tokens"]
+__all__ = ["contains", "forget", "found_any", "found_in", "norm", "strings", "tokens", "word_count"]
 
 
 def strings(obj: Any) -> Iterator[str]:
@@ -85,18 +86,38 @@ def _hay(obj: Any) -> tuple:
 
 
 def forget() -> None:
-    """Drop what ``found_any`` and ``token_tuple`` remember of answers and long texts (``verify`` does after each
+    """Drop what ``found_any``, ``token_tuple`` and ``norm`` remember of answers and texts (``verify`` does after each
     result, so nothing of one result is held while the next is read)."""
     HAY.clear()
     LONG.clear()
+    _norm_short.cache_clear()
 
 
 _ESCAPES = (("\\\"", '"'), ("\\'", "'"), ("\\n", " "), ("\\t", " "))
-_SPACE = re.compile(r"\s+")
 
 
 def norm(text: str) -> str:
-    """Case-folded, whitespace-collapsed, JSON/Python escapes undone: how prompts quote messages."""
+    """Case-folded, whitespace-collapsed, JSON/Python escapes undone: how prompts quote messages. The oracles compare
+    the same short texts (a store's memories, a fact's fields) again and again, so the last 8,192 short ones are
+    remembered."""
+    return _norm_short(text) if len(text) <= 512 else _norm(text)
+
+
+def _norm(text: str) -> str:
     for a, b in _ESCAPES:
         text = text.replace(a, b)
-    return _SPACE.sub(" ", text).strip().casefold()
+    return " ".join(text.split()).casefold()  # split() parts at what \s matches (str.isspace), the ends dropped
+
+
+_norm_short = functools.lru_cache(maxsize=8192)(_norm)
+
+
+_WORD_RUN = re.compile(r"\w+")
+
+
+def word_count(text: str) -> int:
+    """How many words and punctuation marks ``text`` holds: ``len(re.findall(r"\\w+|[^\\w\\s]", text))``, the
+    oracle's deterministic token estimate, counted without making a string of each (the runs of word characters,
+    then every character left that is not whitespace)."""
+    rest, runs = _WORD_RUN.subn("", text)
+    return runs + len("".join(rest.split()))

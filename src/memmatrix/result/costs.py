@@ -13,15 +13,14 @@ written) are not reproducible, so they live in ``timings`` beside the harness's 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 
 from ..common.stats import nearest_rank
+from ..common.tokens import word_count
 
 WRITE_PATH = ("write", "write_concurrent", "update", "forget", "import_history", "run_background_jobs", "share")
 READ_PATH = ("door", "recall")
-_WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)  # the oracle's token estimate (model/dialects/common.py)
 
 
 def _spread(values: list[int]) -> dict:
@@ -39,7 +38,7 @@ def _per_call(model: dict, calls: int) -> dict:
 
 def door_sizes(records: list[dict]) -> list[tuple[int, int]]:
     """(characters, estimated tokens) of each door call's text, in transcript order."""
-    return [(len(t), len(_WORDS.findall(t))) for t in (r["result"]["text"] for r in records
+    return [(len(t), word_count(t)) for t in (r["result"]["text"] for r in records
             if r.get("kind") == "call" and r.get("call") == "door" and isinstance(r.get("result"), dict)
             and isinstance(r["result"].get("text"), str))]
 

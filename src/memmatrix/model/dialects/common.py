@@ -14,23 +14,21 @@ only (plus the standard library):
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...common.tokens import contains
+from ...common.tokens import contains, word_count
 from ..embed import HashEmbedder
 from ..gold import GoldIndex, norm
 
 __all__ = ["GoldIndex", "HashEmbedder", "Reply", "all_text", "approx_tokens", "contains", "message_text",
            "messages_of", "norm", "schema_name", "tool_names"]
 
-_WORDS = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 
 def approx_tokens(text: str) -> int:
     """Deterministic token estimate (words and punctuation), used when no upstream reports usage."""
-    return len(_WORDS.findall(text))
+    return word_count(text)
 
 
 def message_text(msg: dict) -> str:
