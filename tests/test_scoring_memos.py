@@ -118,16 +118,35 @@ def test_normalize_request_with_and_without_a_wall_clock_date():
     assert upstream.normalize_request({"m": f"x {today}"})["m"] == "x ~today"  # the fast path is not always taken
 
 
+def test_normalized_sha256_is_the_sha256_of_the_normalized_request():
+    """The oracle's imperfect replies and the gateway's request ids hash the normalized request: ``normalized_sha256``
+    skips parsing and writing it again where no wall-clock date is in it, and hashes the same text either way (floats,
+    negative zero, big integers, escapes, key order, dated or not)."""
+    from memmatrix.common.canon import sha256_json
+    today = sorted(wall_dates())[1]
+    for content in ("nothing dated", f"stamped {today}T09:15:00Z", "tab\tand \u00e9 \"q\" \u2028"):
+        for extra in ({}, {"t": 0.1, "z": -0.0, "big": 10**30, "e": 1e300, "list": [1, 1.0, True, None]}):
+            body = {"model": "m", "messages": [{"role": "user", "content": content}], **extra}
+            assert upstream.normalized_sha256(body) == sha256_json(upstream.normalize_request(body))
+            assert upstream.normalized_sha256(body) == sha256_json(_plain_normalize(body))
+    assert upstream.normalized_sha256({"b": 1, "a": 2}) == upstream.normalized_sha256({"a": 2, "b": 1})
+    assert upstream.normalized_sha256({"a": 1}) != upstream.normalized_sha256({"a": 1.0})
+
+
 def test_the_judge_reads_a_text_once_and_answers_as_if_it_had_not(monkeypatch):
     text = ("Alice lives in Lyon. {\"fact\": \"Alice lives in Paris\", \"status\": \"former\"}\n"
             "| city | note |\n|---|---|\n| Paris | until 2024 |\nShe moved from Paris to Lyon.")
     asked = [("Paris", "Lyon"), ("Lyon", "Paris"), ("Marseille", "Lyon"), ("2024", None), ("Paris", None)]
+    memos = ("TEXTS", "READ", "RECORDS", "UNITS")
     cold = []
     for stale, current in asked:
-        monkeypatch.setattr(judgement, "READ", adapterkit.SizedMemo(0, judgement.READ.size))
+        for name in memos:
+            monkeypatch.setattr(judgement, name, adapterkit.SizedMemo(0, getattr(judgement, name).size))
         cold.append(judgement.judge_hygiene(stale, current, text))
-    monkeypatch.setattr(judgement, "READ", adapterkit.SizedMemo(10**6, judgement.READ.size))
+    for name in memos:
+        monkeypatch.setattr(judgement, name, adapterkit.SizedMemo(10**6, getattr(judgement, name).size))
     warm = [judgement.judge_hygiene(s, c, text) for s, c in asked]
     assert warm == cold
     assert len({v for v, _ in cold}) >= 2  # the judgement has something to get wrong
-    assert list(judgement.READ.held) == [text]
+    assert list(judgement.TEXTS.held) == [text]  # laid out once for all five
+    assert "".join(judgement.READ.held) == text  # its two pieces (the last line begins with a word) each read once

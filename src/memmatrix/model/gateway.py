@@ -29,7 +29,7 @@ from .record import ModelRecorder
 from .serving import (TOKEN_RENDERING, BadRequest, EventStream, completion_events, embedding_inputs, include_usage, models_answer,
                       response_events, unstreamed)
 from .settings import STALL_S, GatewaySettings
-from .upstream import Replay, ReplayMiss, UpstreamError, forward, normalize_request
+from .upstream import Replay, ReplayMiss, UpstreamError, forward, normalize_request, normalized_sha256
 
 CHAT_MODEL = "memmatrix-oracle"
 EMBED_MODEL = "memmatrix-embed"
@@ -204,7 +204,7 @@ class Gateway:
         seconds and then answers HTTP 504 as a proxy that gave up waiting does (oracle-stall); asked again, it
         is answered. What a system does with the failure (retry, time out, fail the write, or drop what it was
         told) is what the run measures."""
-        h = sha256_json(normalize_request(body))
+        h = normalized_sha256(body)
         if h[0] not in "0123":
             return
         with self._inflight_lock:
@@ -232,7 +232,7 @@ class Gateway:
         if self.settings.ablation in ("flaky", "stall"):
             self._maybe_fail(body)
         reply: Reply = self.oracle.chat(body)
-        rid = sha256_json(normalize_request(body))[:12]  # from the content as recorded: never from today's date
+        rid = normalized_sha256(body)[:12]  # from the content as recorded: never from today's date
         response = response_object(body, reply, rid) if path.endswith("/responses") else chat_completion(body, reply, rid)
         usage = response["usage"]
         return 200, response, {"dialect": reply.dialect, "matched": reply.matched,

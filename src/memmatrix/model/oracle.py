@@ -16,12 +16,11 @@ from __future__ import annotations
 import traceback
 from dataclasses import replace
 
-from ..common.canon import sha256_json
 from .contract import honour
 from .dialects import memmatrix
 from .dialects.common import Reply, all_text, schema_name, tool_names
 from .gold import GoldIndex
-from .upstream import normalize_request
+from .upstream import normalized_sha256
 
 ORACLE_VERSION = "1.1.0"
 
@@ -80,4 +79,4 @@ class Oracle:
         if not reply.matched and self.gold.withheld_in(all_text(request)):
             reply = replace(reply, matched=True)  # the write was recognised; its facts were withheld on purpose
         # decided on the request as recorded, so a re-ask makes the same mistake
-        return imperfect.reply(sha256_json(normalize_request(request)), reply)
+        return imperfect.reply(normalized_sha256(request), reply)

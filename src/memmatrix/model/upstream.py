@@ -16,15 +16,27 @@ from .settings import GatewaySettings
 def normalize_request(body: dict) -> dict:
     """Wall-clock times in a prompt (a system may write today's date, or its memories' stamps) become ~wallclock,
     a bare wall-clock date ~today, so runs on different days record equal requests."""
+    return json.loads(_normalized(body)[0])
+
+
+def normalized_sha256(body: dict) -> str:
+    """``sha256_json(normalize_request(body))``, without parsing and writing the text again where no wall-clock date
+    is in it (the canonical text of a value read back from canonical text is that text)."""
+    text, same = _normalized(body)
+    return sha256_bytes((text if same else canonical(json.loads(text))).encode())
+
+
+def _normalized(body: dict) -> tuple[str, bool]:
+    """The request's text with its wall-clock times replaced, and whether it is still the request's canonical text."""
     from ..common.patterns import _DATETIME, wall_dates as window
     text = canonical(body)
     days = window()
     if not any(d in text for d in days):
-        return json.loads(text)  # no wall-clock date: nothing below would change (a match needs one of them)
+        return text, True  # no wall-clock date: nothing below would change (a match needs one of them)
     text = _DATETIME.sub(lambda m: "~wallclock" if m.group(1) in days else m.group(0), text)
     for d in sorted(days):
         text = text.replace(d, "~today")
-    return json.loads(text)
+    return text, False
 
 
 class UpstreamError(Exception):
