@@ -163,7 +163,8 @@ def _unit(stale: str, current: str | None, piece: str, toks, idx, span: tuple[in
     return UNITS.get(key, make)
 
 
-#: the units' readings (``_unit``), by their text and stale and current values: up to 2 million characters
+#: the units' readings (``_unit``), by their text and stale and current values: up to a million characters, an
+#: entry counted 200 more for what it holds besides the text
 UNITS = SizedMemo(1_000_000, lambda key, _: 200 + len(key[2]))
 
 
