@@ -10,7 +10,7 @@ from array import array
 
 from ....adapterkit import SizedMemo
 from .lexicon import _SUBTOKEN_RE
-from .text import _View, _contains, _sentences, _subtokens, _tokenize
+from .text import _View, _contains, _fold, _sentences, _subtokens, _tokenize
 from .records import _object_spans, _record_pairs, _record_qualifier, _table_rows
 from .analysis import _Analysis
 
@@ -77,7 +77,7 @@ def _read(piece: str) -> tuple:
         units = _sentences(toks)
         spans = [toks.span(u[0], u[-1]) for u in units]  # in order, none overlapping another
         # as machine integers: a store's units number tens of thousands
-        return toks, units, piece.casefold().replace("’", "'"), array("q", [a for a, _ in spans]), \
+        return toks, units, _fold(piece), array("q", [a for a, _ in spans]), \
             array("q", [b for _, b in spans])
     return READ.get(piece, make)
 
@@ -120,13 +120,13 @@ def _readings(text: str, want: list[str]):
     stale mention: one whose folded text holds every subtoken of the stale value (a unit lies within one piece, so a
     unit of any other piece is passed over by the judgement's first test anyway)."""
     starts, ends = _layout(text)
-    folded = text.casefold().replace("’", "'")
+    folded = _fold(text)
     if len(folded) == len(text):
         word = max(want, key=len)
         held = [(starts[k], ends[k]) for k in _holding(folded, word, starts, ends)
                 if all(folded.find(w, starts[k], ends[k]) >= 0 for w in want)]
     else:  # a character folds to several: the folded text's places are not the text's
-        held = [(a, b) for a, b in zip(starts, ends) if all(w in text[a:b].casefold().replace("’", "'") for w in want)]
+        held = [(a, b) for a, b in zip(starts, ends) if all(w in _fold(text[a:b]) for w in want)]
     del folded  # a whole store's worth, not held while the pieces are read
     for a, b in held:
         piece = text[a:b]
@@ -138,9 +138,8 @@ def _unit(stale: str, current: str | None, piece: str, toks, idx, span: tuple[in
     for each stale mention in order], the unit's sentence) for one unit. This reads nothing but the unit's tokens
     (texts, whether glued, whether after a line break), so it is remembered by them (``UNITS``): the door answers of a
     case repeat their lines, a store's unit judged again for each answer and stale value."""
-    a, b = span
     shape = tuple(i - idx[0] for i in idx) if isinstance(idx, list) else len(idx)
-    key = (stale, current, piece[a:b], toks.glued(idx[0]), toks.newline(idx[0]), shape)
+    key = (stale, current, piece[span[0]:span[1]], toks.glued(idx[0]), toks.newline(idx[0]), shape)
 
     def make():
         view = _View(toks, idx)
@@ -210,7 +209,7 @@ def _judge(stale: str, current: str | None, text: str, readings) -> tuple[str, s
             # (folding and the apostrophe rewrite go character by character): a unit whose stretch lacks one of the
             # stale value's has no stale span, and is passed over here as it would be below
             idx, a, b = units[j], starts[j], ends[j]
-            seg = folded[a:b] if exact else piece[a:b].casefold().replace("’", "'")
+            seg = folded[a:b] if exact else _fold(piece[a:b])
             if not all(w in seg for w in want):
                 continue
             inside, mentions, sentence = _unit(stale, current, piece, toks, idx, (a, b))

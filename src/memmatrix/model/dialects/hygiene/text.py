@@ -74,7 +74,7 @@ class _Tokens:
         text = self.texts[i]
         low = self._lows.get(text)
         if low is None:
-            low = self._lows[text] = text.casefold().replace("’", "'")
+            low = self._lows[text] = _fold(text)
         return low
 
     def word(self, i: int) -> bool:
@@ -95,6 +95,12 @@ class _Tokens:
     def span(self, a: int, b: int) -> tuple[int, int]:
         """Character span from the start of token a to the end of token b."""
         return self.ends[a] - len(self.texts[a]), self.ends[b]
+
+
+def _fold(text: str) -> str:
+    """How the judge compares text: case-folded, a typographic apostrophe read as a plain one (character by
+    character, so a folded stretch of text is the folding of that stretch)."""
+    return text.casefold().replace("’", "'")
 
 
 def _chunks(text: str, size: int = 1 << 16):
