@@ -15,6 +15,10 @@ runs on the whole copy in a child process, as a user runs it:
 - ``report``: ``memmatrix report`` (the Markdown matrix);
 - ``site``: ``memmatrix report --html`` (the static site).
 
+verify and rescore read copies that are byte for byte the same; the report and the site read copies whose stamps
+name another release of the system (``2.2.1+copy03``): they hold once what repeats from run to run, and N
+identical copies would be held as one.
+
 For each: wall and CPU time, and peak memory (the process tree's proportional set size sampled ten times a second,
 as ``site.py`` measures it), with the CPU per result and per transcript record they imply. Time should grow with
 N and memory should not.
@@ -49,8 +53,12 @@ def result_folders(paths: list[Path], sample: int) -> list[Path]:
     return found[::sample]
 
 
-def make_copies(folders: list[Path], base: Path, n: int, into: Path) -> int:
-    """``n`` copies of the folders under ``into`` (hard links where the file system allows); the records they hold."""
+def make_copies(folders: list[Path], base: Path, n: int, into: Path, releases: bool = False) -> int:
+    """``n`` copies of the folders under ``into`` (hard links where the file system allows); the records they hold.
+    With ``releases``, copy k > 0 of a result is another release of its system: the version in its stamp gets the
+    local label ``+copyK`` (``2.2.1+copy03``), so the report and the site, which hold what repeats from run to run
+    once, hold each copy's system as they would a real new release's (its result no longer verifies: the
+    fingerprint covers the version)."""
     records = 0
     for k in range(n):
         for folder in folders:
@@ -60,6 +68,11 @@ def make_copies(folders: list[Path], base: Path, n: int, into: Path) -> int:
                 shutil.copytree(folder, target, copy_function=os.link)
             except OSError:
                 shutil.copytree(folder, target)
+            if releases and k:
+                r = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+                r["stamp"]["system"]["version"] += f"+copy{k:02d}"
+                (target / "result.json").unlink()  # a hard link to the committed file: never written through
+                (target / "result.json").write_text(json.dumps(r, indent=2) + "\n", encoding="utf-8")
             if k == 0:
                 r = json.loads((folder / "result.json").read_text(encoding="utf-8"))
                 records += r["transcript"]["records"] + (r.get("model_transcript") or {}).get("records", 0)
@@ -115,9 +128,12 @@ def main() -> int:
             tree, scratch = Path(tmp) / "tree", Path(tmp) / "scratch"
             scratch.mkdir()
             records = make_copies(folders, base, n, tree)
+            if {"report", "site"} & set(steps):
+                make_copies(folders, base, n, Path(tmp) / "releases", releases=True)
             for step in steps:
                 row = {"copies": n, "results": len(folders) * n, "records": records, "step": step,
-                       **measure(step, tree, scratch, site)}
+                       **measure(step, Path(tmp) / "releases" if step in ("report", "site") else tree, scratch,
+                                 site)}
                 rows.append(row)
                 print(f"| {n} | {row['results']} | {records:,} | {step} | {row['wall s']} | {row['cpu s']} | "
                       f"{row['peak MB']} | {1000 * row['cpu s'] / row['results']:.0f} | "

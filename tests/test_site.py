@@ -12,6 +12,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -414,3 +416,46 @@ def test_slim_keeps_what_the_overview_reads_and_holds_each_distinct_list_of_cell
     assert a["timings"] == {"wall_s": 1.5, "disk": {"multiple_p50": 2.0}, "lag_ms": {"p50": 3, "never": 0},
                             "adapter_ms": {"door": {"p50_ms": 4}}}
     assert "timings" not in b and a["stamp"] == {"s": 1}
+
+
+def test_slim_holds_each_distinct_stamp_part_steps_and_case_once_and_never_joins_unequal_ones():
+    from memmatrix.publish.site import slim
+    steps = [{"key": "1", "name": "one", "title": "t"}]
+    cells = [{"step": "1", "verdict": "PASS"}]
+    stamp = {"system": {"name": "s", "version": "1"}, "normalization": {"ids": ["a"], "n": 1}}
+    a = slim({"stamp": stamp, "steps": steps, "cases": [{"id": "c", "shape": "x", "cells": cells}]})
+    b = slim({"stamp": json.loads(json.dumps({**stamp, "system": {"name": "s", "version": "2"}})),
+              "steps": json.loads(json.dumps(steps)), "cases": [{"id": "c", "shape": "x", "cells": [dict(cells[0])]}]})
+    assert a["stamp"]["normalization"] is b["stamp"]["normalization"] and a["steps"] is b["steps"]
+    assert a["cases"][0] is b["cases"][0]
+    assert b["stamp"]["system"] == {"name": "s", "version": "2"} and a["stamp"]["system"]["version"] == "1"
+    # equal in Python but not as JSON (1 and 1.0, True and 1), another shape, no shape, other cells: kept apart
+    c = slim({"stamp": {**stamp, "normalization": {"ids": ["a"], "n": 1.0}}, "steps": [{**steps[0], "key": True}],
+              "cases": [{"id": "c", "shape": "y", "cells": cells}, {"id": "c", "cells": cells},
+                        {"id": "c", "shape": "x", "cells": [{"step": "1", "verdict": "FAIL"}]},
+                        {"id": "c", "shape": None, "cells": cells}]})
+    assert c["stamp"]["normalization"]["n"] == 1.0 and isinstance(c["stamp"]["normalization"]["n"], float)
+    assert c["steps"][0]["key"] is True
+    assert [x.get("shape") for x in c["cases"]] == ["y", None, "x", None]
+    assert "shape" not in c["cases"][1] and c["cases"][3] == {"id": "c", "shape": None, "cells": cells}
+    assert c["cases"][2]["cells"] == [{"step": "1", "verdict": "FAIL"}] and c["cases"][2] is not a["cases"][0]
+
+
+def test_the_streamed_report_is_the_whole_report_and_is_read_before_the_first_piece(tmp_path, monkeypatch):
+    from memmatrix.publish import report
+    whole = render([ROOT / "results" / "deletion"], config=CONFIG)
+    pieces = list(report.stream([ROOT / "results" / "deletion"], config=CONFIG))
+    assert len(pieces) > 3 and "".join(pieces) == whole and pieces[-1] == "\n\n"
+    # wherever the sections end, whitespace between them is kept and only the report's end is trimmed
+    for chunks in ([["# t", ""], ["", "", "a  "], ["  ", ""], ["b", "", ""]], [["# t"], [" "], [""]]):
+        monkeypatch.setattr(report, "_sections", lambda *a, _c=chunks: iter(_c))
+        assert "".join(report.stream([])) == "\n".join(x for c in chunks for x in c).rstrip() + "\n\n"
+    monkeypatch.undo()
+    bad = tmp_path / "r" / "deletion" / "x" / "1" / "embedded"
+    bad.mkdir(parents=True)
+    (bad / "result.json").write_text("{}", encoding="utf-8")
+    out = tmp_path / "out.md"
+    out.write_text("kept\n", encoding="utf-8")
+    code = subprocess.run([sys.executable, "-m", "memmatrix", "report", str(tmp_path / "r"), "--output", str(out)],
+                          capture_output=True, text=True, env={**os.environ, "MEMMATRIX_HOME": str(ROOT)}).returncode
+    assert code == 2 and out.read_text(encoding="utf-8") == "kept\n"  # refused before the output was opened

@@ -46,7 +46,7 @@ def cmd_private(ns: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_report(ns: argparse.Namespace, config: Config) -> int:
-    from .publish.report import render
+    from .publish.report import stream
     if ns.baseline and not ns.html:
         raise ConfigError("memmatrix report: --baseline compares on the site's front page; give --html DIR with it "
                           "(or use 'memmatrix diff OLD NEW' for the changes as Markdown)")
@@ -57,12 +57,15 @@ def cmd_report(ns: argparse.Namespace, config: Config) -> int:
         print(f"memmatrix: wrote the site; open {index}", file=sys.stderr)
         if not ns.output:
             return 0
-    text = render([Path(p) for p in ns.paths], config=config)
+    pieces = stream([Path(p) for p in ns.paths], config=config)  # a section at a time: never the whole report
+    first = next(pieces)  # every result read and checked before the output is opened
     if ns.output:
         with open(ns.output, "a" if ns.append else "w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.write(first)
+            fh.writelines(pieces)
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(first)
+        sys.stdout.writelines(pieces)
     return 0
 
 

@@ -18,7 +18,7 @@ from .markdown import code, md
 from .reportmodel import SHORT, cell_text, sections, setup_label, slim, step_name, unmatched
 from ..evidence.verify import find_results, load_result
 
-__all__ = ["SHORT", "brief", "cell_text", "render", "setup_label"]
+__all__ = ["SHORT", "brief", "cell_text", "render", "setup_label", "stream"]
 
 def _escape(text: str) -> str:
     return md(text)
@@ -34,15 +34,35 @@ SIGNED = {"attested": "yes", "unattested": "no", "invalid": "**invalid**", "unch
 
 
 def render(paths: list[Path], title: str = "memmatrix report", config=None) -> str:
+    return "".join(stream(paths, title, config))
+
+
+def stream(paths: list[Path], title: str = "memmatrix report", config=None):
+    """The report as pieces of text, a section at a time (what ``render`` joins): a writer holds one section's text,
+    not the whole report, which lists every case of every run. Every result is read and checked before the first
+    piece is made."""
+    pending = ""  # whitespace held back: the report ends in exactly one blank line
+    for i, lines in enumerate(_sections(paths, title, config)):
+        text = pending + ("\n" if i else "") + "\n".join(lines)
+        kept = text.rstrip()
+        pending = text[len(kept):]
+        if kept:
+            yield kept
+    # a blank line last: Markdown appended after the report (a job summary's next step) starts a block of its own
+    yield "\n\n"
+
+
+def _sections(paths: list[Path], title: str, config):
+    """The report's lines: the title's, then each section's (one list each)."""
     # each result checked, then kept slim; its reasons and findings are read again where they are listed
     results = [(p, slim(load_result(p, config))) for p in find_results(paths)]
     home = (config or Config.from_env()).home
-    out = [f"# {title}", ""]
+    yield [f"# {title}", ""]
     legends = set()  # each protocol's columns are named once, in the legend under its first section
     secs = sections(results)
     for sec in secs:
         steps = sec.steps
-        out += [f"## {sec.title}", "",
+        out = [f"## {sec.title}", "",
                 f"Dataset `{sec.dataset['path']}` ({sec.dataset['version']}). Each cell counts the cases per verdict; "
                 "`n/a` means the system does not support the step.", ""]
         heads = [s["key"] for s in steps]
@@ -101,8 +121,7 @@ def render(paths: list[Path], title: str = "memmatrix report", config=None) -> s
                         f"{counts['FAIL']} FAIL, {counts['ERROR']} ERROR</summary>", "", *lines, "",
                         f"Artifact: {code(row.path.parent)}", "",
                         "</details>", ""]
-    # a blank line last: Markdown appended after the report (a job summary's next step) starts a block of its own
-    return "\n".join(out).rstrip() + "\n\n"
+        yield out
 
 
 def _measure(m: dict) -> str:

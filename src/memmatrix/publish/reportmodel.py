@@ -8,6 +8,7 @@ the verdicts of that run's cases in one step, never collapsed into one number.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,16 +166,42 @@ def _cells(cells: list[dict]) -> list[dict]:
     return shared
 
 
+#: a stamp's parts and a protocol's steps, one shared value per distinct canonical text: never change one
+_SHARED_VALUES: dict[str, object] = {}
+
+
+def _shared(value):
+    return _SHARED_VALUES.setdefault(json.dumps(value, sort_keys=True, separators=(",", ":")), value)
+
+
 def slim(result: dict) -> dict:
     """What the site's overview pages and the report's tables read of a result (its stamp, steps, verdicts and
     cost figures; each case's id, shape and cells' ``CELL_KEYS``): a run's own pages, and the report's reasons, read
-    the whole result again, one run at a time, so a build holds one whole result at most. A case's cells repeat
-    from case to case and run to run: each distinct list is held once."""
+    the whole result again, one run at a time, so a build holds one whole result at most. What repeats from run to
+    run is held once: each distinct list of a case's cells and each distinct slim case, the protocol's steps and each part of the stamp (its
+    normalization, judge, harness, … are the same for most runs)."""
     keep = ("stamp", "steps", "measures", "cost", "costs", "transcript", "model_transcript")
     out = {k: result[k] for k in keep if k in result}
+    if isinstance(out.get("stamp"), dict):
+        out["stamp"] = {k: _shared(v) for k, v in out["stamp"].items()}
+    if "steps" in out:
+        out["steps"] = _shared(out["steps"])
     if "timings" in result:  # but the per-case lists (the stores' size at each case's end, each lag sample)
         out["timings"] = {k: {x: y for x, y in v.items() if x not in ("per_case", "samples")} if isinstance(v, dict)
                           else v for k, v in result["timings"].items()}
-    out["cases"] = [{"id": c["id"], **({"shape": c["shape"]} if "shape" in c else {}), "cells": _cells(c["cells"])}
-                    for c in result["cases"]]
+    out["cases"] = [_case(c) for c in result["cases"]]
     return out
+
+
+#: slim cases, one per distinct id, shape and (shared) cells: a case file's runs repeat them
+_SHARED_CASES: dict[tuple, dict] = {}
+
+
+def _case(case: dict) -> dict:
+    cells = _cells(case["cells"])
+    key = (case["id"], "shape" in case, case.get("shape"), id(cells))  # the cells are held in _SHARED_CELLS
+    got = _SHARED_CASES.get(key)
+    if got is None:
+        got = _SHARED_CASES[key] = {"id": case["id"], **({"shape": case["shape"]} if "shape" in case else {}),
+                                    "cells": cells}
+    return got
