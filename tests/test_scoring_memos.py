@@ -83,6 +83,10 @@ def test_a_sized_memo_keeps_the_last_used_within_its_entries():
     assert made == ["a", "b", "c", "b"] and list(memo.held) == ["c", "b"]
     memo.clear()
     assert memo.held == {} and memo.total == 0
+    # a value of None (or any falsy value) is remembered as any other: made once, counted once
+    for key in "xxyyx":
+        memo.get(key, lambda: made.append(key) or (None if key == "x" else 0))
+    assert made[-2:] == ["x", "y"] and memo.held == {"y": 0, "x": None} and memo.total == 2
 
 
 def _plain_fold(text: str) -> str:

@@ -107,6 +107,9 @@ def tokens(text: str) -> list[str]:
     return list(token_tuple(text))
 
 
+_NOT_HELD = object()
+
+
 class SizedMemo:
     """Values remembered by key, the least recently used dropped first once their sizes (``size(key, value)``) add
     up past ``budget`` or they number ``entries``; the last one made is always kept. For values that are a function
@@ -118,8 +121,8 @@ class SizedMemo:
         self.total = 0
 
     def get(self, key, make):
-        got = self.held.pop(key, None)
-        if got is None:
+        got = self.held.pop(key, _NOT_HELD)
+        if got is _NOT_HELD:  # a value of None is remembered as any other
             got = make()
             self.total += self.size(key, got)
             while self.held and (self.total > self.budget
