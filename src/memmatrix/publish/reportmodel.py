@@ -171,6 +171,7 @@ _SHARED_VALUES: dict[str, object] = {}
 
 
 def _shared(value):
+    # canon.canonical's text, but allowing NaN: a result is read by json.loads, and the report draws what it reads
     return _SHARED_VALUES.setdefault(json.dumps(value, sort_keys=True, separators=(",", ":")), value)
 
 
@@ -178,8 +179,8 @@ def slim(result: dict) -> dict:
     """What the site's overview pages and the report's tables read of a result (its stamp, steps, verdicts and
     cost figures; each case's id, shape and cells' ``CELL_KEYS``): a run's own pages, and the report's reasons, read
     the whole result again, one run at a time, so a build holds one whole result at most. What repeats from run to
-    run is held once: each distinct list of a case's cells and each distinct slim case, the protocol's steps and each part of the stamp (its
-    normalization, judge, harness, … are the same for most runs)."""
+    run is held once: each distinct list of a case's cells and each distinct slim case, the protocol's steps and
+    each part of the stamp (its normalization, judge, harness, … are the same for most runs)."""
     keep = ("stamp", "steps", "measures", "cost", "costs", "transcript", "model_transcript")
     out = {k: result[k] for k in keep if k in result}
     if isinstance(out.get("stamp"), dict):
