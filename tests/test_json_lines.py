@@ -2,14 +2,17 @@
 cache keys are written by orjson where it can (``reask.key_of``): both against json, the plain computation they
 stand for, on random values that reach the edges (64-bit integers, float extremes, escapes, surrogates)."""
 
+import hashlib
 import json
 import math
 import random
 import struct
+import tracemalloc
 
+import orjson
 import pytest
 
-from memmatrix.common.canon import canonical, loads_line
+from memmatrix.common.canon import ORJSON_AT_MOST, canonical, loads_line
 from memmatrix.evidence.reask import key_of
 
 
@@ -99,3 +102,44 @@ def test_key_of_tells_values_apart_and_only_them():
              ({"a": None}, {"a": "null"}), ({"a": "\ud800"}, {"a": "\udfff"}), ({"a": [1]}, {"a": [[1]]})]
     for a, b in pairs:
         assert key_of(a) != key_of(b), (a, b)
+
+
+def _held_while(fn, arg):
+    """``fn(arg)`` and the most memory Python held at once while it ran, beyond what it held before."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        out = fn(arg)
+        return out, tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_long_line_is_read_without_holding_many_times_its_size():
+    """A model transcript's request can be megabytes long (a whole store handed to the model): orjson holds over ten
+    times a line's size while it parses it, so a line past ``ORJSON_AT_MOST`` is parsed by json, which holds a long
+    string about twice. Read the same value either way."""
+    value = {"kind": "chat", "request": {"messages": [{"role": "user", "content": "fact " * 600_000 + "é\n"}]}}
+    line = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert len(line) > 2 * ORJSON_AT_MOST
+    read, peak = _held_while(loads_line, line)
+    assert same(read, json.loads(line)) and read == value
+    assert peak < 4 * len(line), f"{peak:,} bytes held to read a line of {len(line):,}"
+    short = json.dumps({"n": 2**64, "s": "x" * 1000}).encode()
+    assert same(loads_line(short), json.loads(short))
+
+
+def test_a_long_request_is_keyed_without_holding_many_times_its_size():
+    """The oracle's cache key of a request of megabytes is written by json (orjson holds about nine times what it
+    writes): equal requests get one key, any change another, and the key of a short request is orjson's text."""
+    text = "fact " * 600_000
+    request = {"model": "m", "messages": [{"role": "system", "content": "judge"}, {"role": "user", "content": text}]}
+    key, peak = _held_while(key_of, request)
+    assert peak < 4 * len(text), f"{peak:,} bytes held to key a request of {len(text):,} characters"
+    assert key_of(json.loads(json.dumps(dict(reversed(list(request.items())))))) == key
+    changed = {**request, "messages": [request["messages"][0], {"role": "user", "content": text + "x"}]}
+    assert key_of(changed) != key
+    parts = {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]}
+    assert key_of(parts) != key_of({**parts, "model": "n"})
+    short = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+    assert key_of(short) == hashlib.sha256(b"o" + orjson.dumps(short, option=orjson.OPT_SORT_KEYS)).digest()

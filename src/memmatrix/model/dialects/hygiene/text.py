@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from array import array
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, islice
 from operator import add
 
 from .lexicon import (_ABBREV, _DATE_PREFIX, _MONTHS, _RELATIVE_DAYS, _SEASONS, _SUBTOKEN_RE, _TOKEN_RE, _UNITS,
@@ -30,23 +30,41 @@ _GAPPED_TOKEN_RE = re.compile(r"(\s*)(" + _TOKEN_RE.pattern + ")", _TOKEN_RE.fla
 _MARKS = frozenset("{}|[],:.!?…")
 
 
+#: what the whitespace before a token is (``_Tokens.kinds``): none, whitespace, whitespace holding a line break
+GLUED, SPACED, BROKEN = 0, 1, 2
+
+
+class _GapKinds(dict):
+    """A gap's kind, each distinct gap worked out once (a store's text repeats a few gaps a million times)."""
+
+    def __missing__(self, gap: str) -> int:
+        kind = self[gap] = GLUED if not gap else BROKEN if ("\n" in gap or "\r" in gap) else SPACED
+        return kind
+
+
 class _Tokens:
     """The tokens of a text, a sequence of ``_Tok``. A judged text can hold a whole store (a million tokens) of which
-    a few sentences mention the value: the tokens are kept as their texts and the whitespace before each, and a
-    ``_Tok`` is made (once) only for a token looked at."""
+    a few sentences mention the value: the tokens are kept as their texts, their ends and the kind of whitespace
+    before each (a byte), and a ``_Tok`` is made (once) only for a token looked at."""
 
-    __slots__ = ("gaps", "texts", "ends", "_made", "_lows", "_words")
+    __slots__ = ("kinds", "texts", "ends", "_made", "_lows", "_words")
 
     def __init__(self, text: str, piece: int = 1 << 16):
-        self.gaps: list[str] = []
+        self.kinds = bytearray()
         self.texts: list[str] = []
+        # machine integers, not a list of int objects (four bytes each where the text allows)
+        self.ends = array("I" if len(text) < 1 << 32 else "q")
         one = {}.setdefault  # a store's text repeats its words: each distinct token text is kept once
+        kind = _GapKinds().__getitem__
+        at = 0  # every character before a token is in a gap or a token: the ends add up their lengths
         for chunk in _chunks(text, piece):  # a few thousand (gap, token) tuples at a time, not a million
             pairs = _GAPPED_TOKEN_RE.findall(chunk)
-            self.gaps += [one(g, g) for g, _ in pairs]
-            self.texts += [one(t, t) for _, t in pairs]
-        # machine integers, not a list of int objects: a third of the memory a long text's tokens take
-        self.ends = array("q", accumulate(map(add, map(len, self.gaps), map(len, self.texts))))
+            gaps = [g for g, _ in pairs]
+            texts = [one(t, t) for _, t in pairs]
+            self.kinds += bytes(map(kind, gaps))
+            self.texts += texts
+            self.ends.extend(islice(accumulate(map(add, map(len, gaps), map(len, texts)), initial=at), 1, None))
+            at = self.ends[-1] if self.ends else at
         self._made: dict[int, _Tok] = {}
         self._lows: dict[str, str] = {}
         self._words: dict[str, bool] = {}
@@ -62,9 +80,9 @@ class _Tokens:
             raise IndexError("token index out of range")
         tok = self._made.get(i)
         if tok is None:
-            text, gap, end = self.texts[i], self.gaps[i], self.ends[i]
-            tok = self._made[i] = _Tok(text, self.low(i), end - len(text), end, self.word(i), i > 0 and gap == "",
-                                       "\n" in gap or "\r" in gap)
+            text, kind, end = self.texts[i], self.kinds[i], self.ends[i]
+            tok = self._made[i] = _Tok(text, self.low(i), end - len(text), end, self.word(i), i > 0 and kind == GLUED,
+                                       kind == BROKEN)
         return tok
 
     def __iter__(self):
@@ -86,11 +104,10 @@ class _Tokens:
         return word
 
     def glued(self, i: int) -> bool:
-        return i > 0 and self.gaps[i] == ""
+        return i > 0 and self.kinds[i] == GLUED
 
     def newline(self, i: int) -> bool:
-        gap = self.gaps[i]
-        return "\n" in gap or "\r" in gap
+        return self.kinds[i] == BROKEN
 
     def span(self, a: int, b: int) -> tuple[int, int]:
         """Character span from the start of token a to the end of token b."""
@@ -138,9 +155,13 @@ def _subtokens(value: str) -> list[str]:
 
 def _sentences(toks: _Tokens) -> list[range | list[int]]:
     """Token indexes of each unit: lines, sentences, JSON strings and brackets, table cells."""
-    texts, gaps = toks.texts, toks.gaps
+    texts, kinds = toks.texts, toks.kinds
     n = len(texts)
-    cuts: set[int] = set(i for i, g in enumerate(gaps) if g and ("\n" in g or "\r" in g))  # a line break before
+    cuts: set[int] = set()  # a line break before
+    i = kinds.find(BROKEN)
+    while i >= 0:
+        cuts.add(i)
+        i = kinds.find(BROKEN, i + 1)
     json_brackets = set()
     marks = [i for i, x in enumerate(texts) if x in _MARKS]
     for i in marks:
