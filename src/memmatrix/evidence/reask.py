@@ -26,7 +26,7 @@ import orjson
 from ..common.canon import ORJSON_AT_MOST
 from ..common.config import Config
 from ..common.errors import MemmatrixError
-from ..model.dialects.common import chat_completion, response_object
+from ..model.dialects.common import chat_completion, message_text, messages_of, response_object
 from ..model.dialectsource import load_dialects
 from ..model.gold import GoldIndex
 from ..model.oracle import Oracle
@@ -68,18 +68,7 @@ def key_of(request: dict) -> bytes:
 
 def _message_chars(request: dict) -> int:
     """The characters of the messages' text (chat ``messages`` or responses ``input``): where a request's size is."""
-    messages = request.get("messages", request.get("input"))
-    if not isinstance(messages, list):
-        return len(messages) if isinstance(messages, str) else 0
-    n = 0
-    for m in messages:
-        content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, str):
-            n += len(content)
-        elif isinstance(content, list):
-            n += sum(len(part["text"]) for part in content
-                     if isinstance(part, dict) and isinstance(part.get("text"), str))
-    return n
+    return sum(len(message_text(m)) for m in messages_of(request) if isinstance(m, dict))
 
 
 class Answers:
