@@ -1,5 +1,8 @@
+from itertools import product
+
 import pytest
 
+from memmatrix.adapterkit import holds_run
 from memmatrix.common.tokens import contains, found_in
 
 
@@ -78,3 +81,19 @@ def test_word_count_is_the_count_of_words_and_marks():
     for _ in range(20000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
         assert word_count(text) == len(re.findall(r"\w+|[^\w\s]", text)), repr(text)
+
+
+def test_holds_run_is_a_contiguous_occurrence_anywhere():
+    """Every run of up to six tokens over three, against every needle of up to three: the same answer as comparing
+    the needle at each position (the definition), first token repeated, at either end, or longer than the run."""
+    def plain(have, want):
+        n = len(want)
+        return n > 0 and any(have[i:i + n] == want for i in range(len(have) - n + 1))
+    checked = 0
+    for length in range(7):
+        for have in product("abc", repeat=length):
+            for size in range(4):
+                for want in product("abc", repeat=size):
+                    assert holds_run(have, want) is plain(have, want), (have, want)
+                    checked += 1
+    assert checked == 1093 * 40

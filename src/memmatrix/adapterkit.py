@@ -162,11 +162,20 @@ def _short_tuple(text: str) -> tuple[str, ...]:
 
 
 def holds_run(have: tuple[str, ...], want: tuple[str, ...]) -> bool:
-    """Does ``want`` occur contiguously in ``have``? (A token ``want`` lacks rules it out at once.)"""
+    """Does ``want`` occur contiguously in ``have``? Only where ``want``'s first token occurs is the rest compared
+    (``tuple.index`` finds each, so a store's long run is not stepped through a position at a time)."""
     n = len(want)
-    if n == 0 or n > len(have) or want[0] not in have:
+    if n == 0 or n > len(have):
         return False
-    return any(have[i:i + n] == want for i in range(len(have) - n + 1))
+    first, stop, i = want[0], len(have) - n + 1, 0
+    try:
+        while True:
+            i = have.index(first, i, stop)
+            if have[i:i + n] == want:
+                return True
+            i += 1
+    except ValueError:  # no further occurrence
+        return False
 
 
 def contains(haystack: str, needle: str) -> bool:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import functools
 import re
-from itertools import chain
 from typing import Any, Iterator
 
-from ..adapterkit import LONG, SizedMemo, contains, holds_run, holds_tokens, token_tuple, tokens
+from ..adapterkit import LONG, SizedMemo, contains, holds_run, holds_tokens, plain, token_tuple, tokens
 
 __all__ = ["contains", "forget", "found_any", "found_in", "norm", "strings", "tokens", "word_count"]
 
@@ -56,32 +55,36 @@ def found_in(obj: Any, needle: str) -> bool:
 
 def found_any(obj: Any, needles) -> bool:
     """``any(found_in(obj, n) for n in needles)``. A scorer asks this of one answer for every wording of every
-    target, so the answer's strings are tokenised once: the token runs of the last answers asked about are kept
-    (``HAY``), and a needle whose tokens are not all among the answer's is ruled out without a walk. An answer must
-    not be changed while it is being scored (none is: they are read from a transcript)."""
-    hay = None
+    target, and of the same answer for several targets, so the answer's distinct strings are listed once, each with
+    its lower case where that is its folded form (``plain``): the strings of the last answers asked about are kept
+    (``HAY``). A string whose lower case does not hold a needle's first token is ruled out without tokenising it;
+    only the others are tokenised (``token_tuple`` remembers them). An answer must not be changed while it is being
+    scored (none is: they are read from a transcript)."""
+    strings_ = None
     for needle in needles:
         want = token_tuple(needle)
         if not want:
             if found_in(obj, needle):  # raises as contains does, where there is a string
                 return True
             continue
-        if hay is None:
-            _, words, runs = hay = _hay(obj)
-        if all(w in words for w in want) and any(holds_run(r, want) for r in runs):
-            return True
+        if strings_ is None:
+            strings_ = _hay(obj)[1]
+        first = want[0]
+        for text, low in strings_:
+            if (low is None or first in low) and holds_run(token_tuple(text), want):
+                return True
     return False
 
 
-#: the answers' token runs, by identity, each with its answer (so no other object takes its id while it is held):
-#: a million tokens or 512 answers
-HAY = SizedMemo(1_000_000, lambda _, got: sum(map(len, got[2])), 512)
+#: the answers' distinct strings, by identity, each answer with them (so no other object takes its id while it is
+#: held): four million characters or 512 answers
+HAY = SizedMemo(4_000_000, lambda _, got: got[2], 512)
 
 
 def _hay(obj: Any) -> tuple:
     def make():
-        runs = tuple(dict.fromkeys(r for r in map(token_tuple, strings(obj)) if r))
-        return obj, frozenset(chain.from_iterable(runs)), runs
+        distinct = dict.fromkeys(strings(obj))
+        return obj, tuple((s, s.lower() if plain(s) else None) for s in distinct), sum(map(len, distinct))
     return HAY.get(id(obj), make)
 
 
