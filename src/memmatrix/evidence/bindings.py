@@ -7,6 +7,8 @@ the transcripts are read (``stream``) and their problems are passed in.
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from pathlib import Path
 
 from ..common.canon import canonical, sha256_file
@@ -88,7 +90,6 @@ class CaseCheck:
     (its position, header and records), then ``problems(seen)`` with the case ids in transcript order."""
 
     def __init__(self, stamp: dict, protocol: EvalProtocol, found: Path | None) -> None:
-        import json
         ds = stamp["dataset"]
         self.found, self.problems_ = found, []
         self.cases: list[dict] = []
@@ -96,26 +97,26 @@ class CaseCheck:
             self.problems_.append(f"the case file {ds['path']} (sha256 {ds['sha256'][:16]}…) named by the stamp is not "
                                   "in this checkout at that sha256: the transcript cannot be checked against its cases")
             return
-        data = json.loads(found.read_text(encoding="utf-8"))
+        self.file = _case_file(found, ds["sha256"])
+        data = self.file.data
         if data.get("protocol") != protocol.name or data.get("version") != ds["version"]:
             self.problems_.append(f"{found.name} is {data.get('protocol')} {data.get('version')}, the stamp says "
                                   f"{protocol.name} {ds['version']}")
-        self.cases = data.get("cases", [])
+        self.cases = self.file.cases
         self.per_case: list[str] = []
 
     def __call__(self, i: int, header: dict, body: list[dict]) -> None:
         if self.found is None or i >= len(self.cases) or header.get("case") != self.cases[i]["id"]:
             return  # the ids are compared at the end
         case, out = self.cases[i], []
-        expect = {"shape": case["shape"], "scopes": case["scopes"], "targets": case["targets"],
-                  "recall_k": case.get("recall_k", 10), "ops": len(case["ops"]), "units": case.get("units")}
+        expect, ops_want = self.file.texts(i)
         for k, v in expect.items():
-            if canonical(header.get(k)) != canonical(v):
+            if canonical(header.get(k)) != v:
                 out.append(f"case {case['id']}: the transcript's {k} differs from the case file's")
         ops = [r for r in body if r.get("kind") == "op"]
         for op in ops:
             n = op.get("index")
-            if not isinstance(n, int) or n >= len(case["ops"]) or canonical(op.get("spec")) != canonical(case["ops"][n]):
+            if not isinstance(n, int) or not 0 <= n < len(ops_want) or canonical(op.get("spec")) != ops_want[n]:
                 out.append(f"case {case['id']} op {n}: the transcript's op is not the case file's op {n}")
         if [op.get("index") for op in ops] != list(range(len(ops))):
             out.append(f"case {case['id']}: the transcript's ops are not the case file's, in order")
@@ -131,6 +132,38 @@ class CaseCheck:
             return self.problems_ + [f"the transcript holds cases {seen}; the case file {self.found.name} has {want} "
                                      f"(missing {missing}, not in the file {extra})"]
         return self.problems_ + self.per_case
+
+
+class _CaseTexts:
+    """A case file's cases and, per case once it is first asked for, the canonical JSON of what a transcript must
+    repeat of it (its header fields and ops): a ``verify`` checks many results against the same case file."""
+
+    def __init__(self, found: Path) -> None:
+        self.data = json.loads(found.read_text(encoding="utf-8"))
+        self.cases: list[dict] = self.data.get("cases", [])
+        self._texts: dict[int, tuple[dict[str, str], list[str]]] = {}
+
+    def texts(self, i: int) -> tuple[dict[str, str], list[str]]:
+        if i not in self._texts:
+            case = self.cases[i]
+            expect = {"shape": case["shape"], "scopes": case["scopes"], "targets": case["targets"],
+                      "recall_k": case.get("recall_k", 10), "ops": len(case["ops"]), "units": case.get("units")}
+            self._texts[i] = ({k: canonical(v) for k, v in expect.items()}, [canonical(op) for op in case["ops"]])
+        return self._texts[i]
+
+
+#: the last case files read, by path and the sha256 the stamp found them at (never changed once read)
+_CASE_FILES: OrderedDict[tuple[str, str], _CaseTexts] = OrderedDict()
+
+
+def _case_file(found: Path, sha256: str) -> _CaseTexts:
+    key = (str(found), sha256)
+    if key not in _CASE_FILES:
+        _CASE_FILES[key] = _CaseTexts(found)
+        while len(_CASE_FILES) > 8:
+            _CASE_FILES.popitem(last=False)
+    _CASE_FILES.move_to_end(key)
+    return _CASE_FILES[key]
 
 
 def model_problems(file: str, model_records: list[dict], stamp: dict) -> list[str]:
