@@ -21,7 +21,7 @@ from pathlib import Path
 from ..result import derive
 from ..common import schemas
 from ..common.tokens import forget as forget_texts
-from ..model.dialects.hygiene.judgement import forget_readings
+from ..model.oracle import forget as forget_readings
 from .bindings import CaseCheck, check_bindings, find_case_file
 from ..common.config import Config
 from ..result.costs import derive_costs

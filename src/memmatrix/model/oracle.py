@@ -19,6 +19,7 @@ from dataclasses import replace
 from .contract import honour
 from .dialects import memmatrix
 from .dialects.common import Reply, all_text, schema_name, tool_names
+from .dialects.hygiene import forget_readings
 from .gold import GoldIndex
 from .upstream import normalized_sha256
 
@@ -26,6 +27,13 @@ ORACLE_VERSION = "1.1.0"
 
 #: memmatrix's own dialects, tried before any system's.
 GENERIC = (memmatrix.Judge, memmatrix.Extract)
+
+
+def forget() -> None:
+    """Drop what memmatrix's own dialects remember of the texts they read (the hygiene judge's readings of judged
+    texts): called once every request of a model transcript has been asked, so none is held while the cases are
+    scored, nor into the next result. Replies are not held here (``evidence/reask.Answers`` keeps those)."""
+    forget_readings()
 
 
 def empty_answer(request: dict) -> Reply:

@@ -2,6 +2,6 @@
 ``adapterkit.SizedMemo``, itself standard library only; the rules are stated in
 model/dialects/memmatrix.py; ``judge_hygiene`` is the entry)."""
 
-from .judgement import judge_hygiene
+from .judgement import forget_readings, judge_hygiene
 
-__all__ = ["judge_hygiene"]
+__all__ = ["forget_readings", "judge_hygiene"]
