@@ -195,3 +195,28 @@ def test_the_oracle_of_a_system_outside_systems_is_found_through_its_folder(tmp_
                         "adapter": str(ROOT / "tests/fixtures/systems/flipper/adapter.py") + ":FlipperAdapter"},
              "model": {"oracle_version": "1.1.0"}, "dataset": {"path": "cases/deletion/1.2.0.json"}}
     assert oracle_for(stamp, ROOT / "cases" / "deletion" / "1.2.0.json", config) is not None
+
+
+def test_an_op_or_case_field_unlike_the_case_file_is_caught_with_the_case_file_already_read(config, result_dir):
+    """The case file's cases are read once per verify (bindings._case_file): checking an intact result first leaves
+    them remembered, and a forged op spec and a forged case field are still each named against the file."""
+    from memmatrix.common.canon import canonical
+    assert problems(config, result_dir) == []
+
+    def edit(lines):
+        out, op_done, case_done = [], False, False
+        for ln in lines:
+            rec = json.loads(ln)
+            if rec.get("kind") == "op" and rec.get("index") == 1 and not op_done:
+                rec["spec"] = {**rec["spec"], "forged": True}
+                op_done, ln = True, canonical(rec) + "\n"
+            elif rec.get("kind") == "case" and not case_done:
+                rec["recall_k"] = rec.get("recall_k", 10) + 1
+                case_done, ln = True, canonical(rec) + "\n"
+            out.append(ln)
+        assert op_done and case_done
+        return out
+    forge(result_dir, edit_lines=edit)
+    found = problems(config, result_dir)
+    assert any(p.endswith("op 1: the transcript's op is not the case file's op 1") for p in found), found
+    assert any(p.endswith("the transcript's recall_k differs from the case file's") for p in found), found
