@@ -8,9 +8,9 @@ the transcripts are read (``stream``) and their problems are passed in.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from pathlib import Path
 
+from ..adapterkit import SizedMemo
 from ..common.canon import canonical, sha256_file
 from ..common.config import Config
 from ..model import ORACLE_VERSION
@@ -152,18 +152,12 @@ class _CaseTexts:
         return self._texts[i]
 
 
-#: the last case files read, by path and the sha256 the stamp found them at (never changed once read)
-_CASE_FILES: OrderedDict[tuple[str, str], _CaseTexts] = OrderedDict()
+#: the last eight case files read, by path and the sha256 the stamp found them at (a file at a sha256 never changes)
+_CASE_FILES = SizedMemo(8, lambda key, got: 1)
 
 
 def _case_file(found: Path, sha256: str) -> _CaseTexts:
-    key = (str(found), sha256)
-    if key not in _CASE_FILES:
-        _CASE_FILES[key] = _CaseTexts(found)
-        while len(_CASE_FILES) > 8:
-            _CASE_FILES.popitem(last=False)
-    _CASE_FILES.move_to_end(key)
-    return _CASE_FILES[key]
+    return _CASE_FILES.get((str(found), sha256), lambda: _CaseTexts(found))
 
 
 def model_problems(file: str, model_records: list[dict], stamp: dict) -> list[str]:
