@@ -78,12 +78,20 @@ def test_jobs_give_the_same_output_in_the_same_order(config, tmp_path):
     broken result is reported at its place."""
     ref = run(config, "reference", tmp_path / "r" / "deletion" / "reference" / "1.0" / "inprocess")
     app = run(config, "append", tmp_path / "r" / "deletion" / "append" / "1.0" / "inprocess")
-    broken = tmp_path / "r" / "deletion" / "append" / "1.0" / "inprocess+copy"
+    broken = app.parent / "inprocess+copy"  # another result of the same system folder: one process checks both
     shutil.copytree(app, broken)
     (broken / "result.json").write_text("{")
     paths = [ref / "result.json", broken / "result.json", app / "result.json"]
     serial = [(p, probs) for p, probs, _ in verify_all(paths, config, jobs=1)]
-    parallel = [(p, probs) for p, probs, _ in verify_all(paths, config, jobs=2)]
+    heard: list[str] = []
+    parallel = [(p, probs) for p, probs, _ in verify_all(paths, config, jobs=2, progress=heard.append)]
     assert [p for p, _ in parallel] == paths
     assert parallel == serial
+    # the plan before any work, then each system folder once, as it is done, with the count so far
+    assert heard[0].startswith("3 result(s) of 2 system folder(s) in 2 processes"), heard
+    folders = {str(ref.parent.parent): "1 result(s)", str(app.parent.parent): "2 result(s)"}
+    assert sorted(h.split(": ")[0] for h in heard[1:]) == sorted(folders), heard
+    assert all(f"{folders[h.split(': ')[0]]} checked" in h for h in heard[1:]), heard
+    assert "(3 of 3, 2 of 2 system folders)" in heard[-1], heard
+    assert [p for p, _, _ in verify_all(paths, config, jobs=1, progress=heard.append)] == paths and len(heard) == 3
     assert serial[0][1] == [] and serial[2][1] == [] and "cannot be read as JSON" in serial[1][1][0]

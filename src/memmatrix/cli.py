@@ -165,7 +165,9 @@ def cmd_verify(ns: argparse.Namespace, config: Config) -> int:
               f"case file, every answer matching, is not re-asked ({marks.dir.parent}); --fresh asks every answer again",
               file=sys.stderr)
     for path, problems, remarks in verify_all(find_results([Path(p) for p in ns.paths], allow_none=bool(histories)),
-                                              config, ns.jobs, ns.cache, marks):
+                                              config, ns.jobs, ns.cache, marks,
+                                              lambda text: print(f"memmatrix verify: {text}", file=sys.stderr,
+                                                                 flush=True)):
         signed = ""
         if ns.attested_by or (path.parent / "attestation.sigstore.json").is_file():
             from .evidence.attest import ATTESTED, attestation, page_status
@@ -268,7 +270,8 @@ def parser() -> argparse.ArgumentParser:
                         "offline with sigstore-python); without it, a valid signature's identity is only reported")
     v.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="verify in N processes, one system's results in one process (they share the oracle's "
-                        "answers); the output is in the same order whatever N is")
+                        "answers); the output is in the same order whatever N is, and standard error says "
+                        "each system folder as it is done")
     v.add_argument("--cache", type=int, default=20_000, metavar="N",
                    help="oracle replies kept for requests asked again by another result of the same system and case "
                         "file (0: ask the oracle for every request; the growth benchmark's setting)")

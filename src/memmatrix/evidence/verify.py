@@ -181,11 +181,14 @@ def _verify_group_list(paths: list[Path], config: Config, cache: int,
     return list(_verify_group(paths, config, cache, marks))  # what a worker process sends back
 
 
-def verify_all(paths: list[Path], config: Config, jobs: int = 1, cache: int = 20_000, marks: Marks | None = None):
+def verify_all(paths: list[Path], config: Config, jobs: int = 1, cache: int = 20_000, marks: Marks | None = None,
+               progress=None):
     """(path, problems, remarks) for each result, in the order given. The results of one system share an oracle
     cache (``reask.Answers``) and a process: with ``jobs`` > 1 the systems are spread over that many processes,
-    the largest first, and each result is yielded as soon as it and every result before it are done. With
-    ``marks``, a model transcript this machine re-asked before with the same inputs is not re-asked (``reasked``)."""
+    the largest first, and each result is yielded as soon as it and every result before it are done; ``progress``
+    (a function of one line of text) then hears the plan before any work and each system folder as it is done,
+    since a small result given first may wait for the largest system. With ``marks``, a model transcript this
+    machine re-asked before with the same inputs is not re-asked (``reasked``)."""
     groups: dict[Path, list[Path]] = {}
     for p in paths:
         groups.setdefault(_system_of(p), []).append(p)
@@ -193,16 +196,23 @@ def verify_all(paths: list[Path], config: Config, jobs: int = 1, cache: int = 20
         yield from _verify_group(paths, config, cache, marks)
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    say = progress or (lambda text: None)
     size = {g: sum(_bytes(p) for p in ps) for g, ps in groups.items()}
+    order = sorted(groups, key=lambda g: -size[g])
+    say(f"{len(paths)} result(s) of {len(groups)} system folder(s) in {min(jobs, len(groups))} processes, the "
+        f"largest first; each result is printed in the order given, once it and every result before it are checked")
     done: dict[Path, tuple] = {}
+    checked = 0
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        futures = [pool.submit(_verify_group_list, groups[g], config, cache, marks) for g in sorted(groups, key=lambda g: -size[g])]
+        futures = {pool.submit(_verify_group_list, groups[g], config, cache, marks): g for g in order}
         at = 0
-        from concurrent.futures import as_completed
-        for fut in as_completed(futures):
+        for n, fut in enumerate(as_completed(futures), 1):
             for path, problems, remarks in fut.result():
                 done[path] = (problems, remarks)
+            checked += len(groups[futures[fut]])
+            say(f"{futures[fut]}: {len(groups[futures[fut]])} result(s) checked ({checked} of {len(paths)}, "
+                f"{n} of {len(groups)} system folders)")
             while at < len(paths) and paths[at] in done:
                 yield (paths[at], *done.pop(paths[at]))
                 at += 1
