@@ -210,8 +210,9 @@ def verify_all(paths: list[Path], config: Config, jobs: int = 1, cache: int = 20
         for n, fut in enumerate(as_completed(futures), 1):
             for path, problems, remarks in fut.result():
                 done[path] = (problems, remarks)
-            checked += len(groups[futures[fut]])
-            say(f"{futures[fut]}: {len(groups[futures[fut]])} result(s) checked ({checked} of {len(paths)}, "
+            group = futures[fut]
+            checked += len(groups[group])
+            say(f"{group}: {len(groups[group])} result(s) checked ({checked} of {len(paths)}, "
                 f"{n} of {len(groups)} system folders)")
             while at < len(paths) and paths[at] in done:
                 yield (paths[at], *done.pop(paths[at]))
